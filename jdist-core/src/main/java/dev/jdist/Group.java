@@ -1,0 +1,171 @@
+package dev.jdist;
+
+import dev.jdist.spi.GroupImpl;
+
+import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A process group: what {@link Distributed#init()} returns. Validates arguments, allocates outputs,
+ * treats size-1 groups as MLX does (collectives return their input), and runs one operation at a
+ * time in the order the operations were issued, sync and async alike.
+ */
+public final class Group implements AutoCloseable {
+
+    private final GroupImpl impl;          // null for the singleton
+    private final OperationQueue queue;
+
+    Group(GroupImpl impl, OperationQueue queue) {
+        this.impl = impl;
+        this.queue = queue;
+    }
+
+    /** The 1-rank group returned when nothing is configured. */
+    static Group singleton() {
+        return new Group(null, new OperationQueue("singleton"));
+    }
+
+    public int rank() { return impl == null ? 0 : impl.rank(); }
+
+    public int size() { return impl == null ? 1 : impl.size(); }
+
+    /** The backend behind this group ({@code "singleton"} for the 1-rank group). */
+    public String backend() { return impl == null ? "singleton" : impl.backendName(); }
+
+    /** Splits by colour, ordering each new group by {@link #rank()} (key = parent rank). */
+    public Group split(int color) { return split(color, -1); }
+
+    /**
+     * Collective: members with the same {@code color} form a new group ordered by ascending
+     * {@code key}, ties broken by parent rank; a negative key means "my parent rank".
+     */
+    public Group split(int color, int key) {
+        if (color < 0) throw new IllegalArgumentException("split colour must be >= 0, got " + color);
+        if (impl == null) throw new UnsupportedCollectiveException("cannot split the singleton group further");
+        int effectiveKey = key < 0 ? rank() : key;
+        GroupImpl child = queue.run(() -> impl.split(color, effectiveKey));
+        return new Group(child, new OperationQueue(child.backendName() + " rank " + child.rank()));
+    }
+
+    public Array allSum(Array x) { return allReduce(x, ReduceOp.SUM); }
+
+    public Array allMax(Array x) { return allReduce(x, ReduceOp.MAX); }
+
+    public Array allMin(Array x) { return allReduce(x, ReduceOp.MIN); }
+
+    public CompletableFuture<Array> allSumAsync(Array x) { return allReduceAsync(x, ReduceOp.SUM); }
+
+    public CompletableFuture<Array> allMaxAsync(Array x) { return allReduceAsync(x, ReduceOp.MAX); }
+
+    public CompletableFuture<Array> allMinAsync(Array x) { return allReduceAsync(x, ReduceOp.MIN); }
+
+    public Array allReduce(Array x, ReduceOp op) { return size() == 1 ? x : queue.run(() -> doAllReduceNow(x, op)); }
+
+    public CompletableFuture<Array> allReduceAsync(Array x, ReduceOp op) {
+        if (size() == 1) return CompletableFuture.completedFuture(x);
+        return queue.submit(() -> doAllReduceNow(x, op));
+    }
+
+    private Array doAllReduceNow(Array x, ReduceOp op) {
+        Array out = Array.zerosLike(x);
+        impl.allReduce(x, out, op);
+        return out;
+    }
+
+    /** Concatenates every rank's {@code x} along axis 0 (a 0-d input gives shape {@code [n]}). */
+    public Array allGather(Array x) { return size() == 1 ? x : queue.run(() -> doAllGatherNow(x)); }
+
+    public CompletableFuture<Array> allGatherAsync(Array x) {
+        if (size() == 1) return CompletableFuture.completedFuture(x);
+        return queue.submit(() -> doAllGatherNow(x));
+    }
+
+    private Array doAllGatherNow(Array x) {
+        int[] shape = x.shape();
+        int[] outShape;
+        if (shape.length == 0) {
+            outShape = new int[] {size()};
+        } else {
+            outShape = shape.clone();
+            outShape[0] = Math.multiplyExact(shape[0], size());
+        }
+        Array out = Array.zeros(x.dtype(), outShape);
+        impl.allGather(x, out);
+        return out;
+    }
+
+    /** Element-wise sum over ranks, of which rank r keeps rows {@code [r*d0/n, (r+1)*d0/n)}. */
+    public Array sumScatter(Array x) { return size() == 1 ? x : queue.run(() -> doSumScatterNow(checkScatter(x))); }
+
+    public CompletableFuture<Array> sumScatterAsync(Array x) {
+        if (size() == 1) return CompletableFuture.completedFuture(x);
+        checkScatter(x);
+        return queue.submit(() -> doSumScatterNow(x));
+    }
+
+    private Array checkScatter(Array x) {
+        if (x.ndim() == 0 || x.shape(0) % size() != 0) {
+            throw new IllegalArgumentException("sum_scatter needs an input with at least one axis whose first dimension "
+                    + "divides by the group size " + size() + "; got shape " + Arrays.toString(x.shape()));
+        }
+        return x;
+    }
+
+    private Array doSumScatterNow(Array x) {
+        int[] outShape = x.shape();
+        outShape[0] /= size();
+        Array out = Array.zeros(x.dtype(), outShape);
+        impl.sumScatter(x, out);
+        return out;
+    }
+
+    /** Sends {@code x} to rank {@code dst}; returns {@code x}. */
+    public Array send(Array x, int dst) {
+        checkPeer("send to", dst);
+        return queue.run(() -> { impl.send(x, dst); return x; });
+    }
+
+    public CompletableFuture<Array> sendAsync(Array x, int dst) {
+        checkPeer("send to", dst);
+        return queue.submit(() -> { impl.send(x, dst); return x; });
+    }
+
+    /** Receives an array of {@code shape}/{@code dtype} from rank {@code src}. */
+    public Array recv(int[] shape, DType dtype, int src) {
+        checkPeer("recv from", src);
+        return queue.run(() -> doRecvNow(shape, dtype, src));
+    }
+
+    public CompletableFuture<Array> recvAsync(int[] shape, DType dtype, int src) {
+        checkPeer("recv from", src);
+        return queue.submit(() -> doRecvNow(shape, dtype, src));
+    }
+
+    /** {@code recv(like.shape(), like.dtype(), src)}. */
+    public Array recvLike(Array like, int src) { return recv(like.shape(), like.dtype(), src); }
+
+    public CompletableFuture<Array> recvLikeAsync(Array like, int src) { return recvAsync(like.shape(), like.dtype(), src); }
+
+    private Array doRecvNow(int[] shape, DType dtype, int src) {
+        Array out = Array.zeros(dtype, shape);
+        impl.recv(out, src);
+        return out;
+    }
+
+    private void checkPeer(String what, int peer) {
+        if (impl == null) throw new IllegalArgumentException("cannot " + what + " a singleton group");
+        if (peer < 0 || peer >= size()) {
+            throw new IllegalArgumentException("cannot " + what + " rank " + peer + ": the group has " + size()
+                    + " ranks (valid: 0.." + (size() - 1) + ")");
+        }
+    }
+
+    /** The backend implementation (for backends' own tests and for jdist's nn helpers). */
+    public GroupImpl impl() { return impl; }
+
+    @Override
+    public void close() {
+        queue.close();
+        if (impl != null) impl.close();
+    }
+}

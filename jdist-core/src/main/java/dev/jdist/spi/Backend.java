@@ -1,0 +1,32 @@
+package dev.jdist.spi;
+
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * A backend plugin, found with {@link java.util.ServiceLoader}. {@link dev.jdist.Distributed} owns
+ * selection and caching; a backend only knows whether it can start and how.
+ */
+public interface Backend {
+
+    /** The library-level name: {@code ring}, {@code mpi}, {@code nccl} or {@code jaccl}. */
+    String name();
+
+    /**
+     * Whether this process could instantiate the backend (library loads, symbols resolve).
+     * Never throws and never touches the network.
+     */
+    boolean isAvailable();
+
+    /**
+     * Forms this process's group from the environment.
+     *
+     * @param strict when true, "not configured" is a {@link dev.jdist.ConfigException};
+     *               when false it is an empty result
+     * @param env    the environment to read (the process environment in production; tests pass maps)
+     * @return the group, or empty when the backend is not configured and {@code strict} is false
+     * @throws dev.jdist.DistributedException when the backend is configured but fails
+     *         (bad hostfile, unreachable peer, bad rank) — whatever {@code strict} is
+     */
+    Optional<GroupImpl> init(boolean strict, Map<String, String> env);
+}

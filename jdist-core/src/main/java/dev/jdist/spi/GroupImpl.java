@@ -1,0 +1,41 @@
+package dev.jdist.spi;
+
+import dev.jdist.Array;
+import dev.jdist.ReduceOp;
+
+/**
+ * What every backend implements. {@link dev.jdist.Group} validates arguments, allocates outputs,
+ * handles size-1 groups and serialises calls, so implementations see only well-formed requests,
+ * one at a time, on groups of size ≥ 2.
+ */
+public interface GroupImpl extends AutoCloseable {
+
+    int rank();
+
+    int size();
+
+    /** The backend's name, for messages. */
+    String backendName();
+
+    /** Collective over this group; {@code color >= 0}, negative {@code key} already replaced by the parent rank. */
+    GroupImpl split(int color, int key);
+
+    /** Element-wise reduction over ranks; {@code out} has the dtype and element count of {@code in} and may be {@code in}. */
+    void allReduce(Array in, Array out, ReduceOp op);
+
+    /** {@code out} holds {@code size() * in.nbytes()} bytes; block q receives rank q's input. */
+    void allGather(Array in, Array out);
+
+    /** {@code in} holds {@code size()} equal chunks; {@code out} (one chunk) receives chunk {@code rank()} of the sum. */
+    void sumScatter(Array in, Array out);
+
+    /** Sends the bytes of {@code x} to {@code dst}. */
+    void send(Array x, int dst);
+
+    /** Fills {@code out} with bytes received from {@code src}. */
+    void recv(Array out, int src);
+
+    /** Releases sockets, threads and native resources. Idempotent. */
+    @Override
+    void close();
+}
