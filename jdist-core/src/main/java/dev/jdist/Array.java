@@ -43,7 +43,8 @@ public final class Array {
     /** A new zero-filled array. */
     public static Array zeros(DType dtype, int... shape) {
         long bytes = elementCount(shape) * dtype.itemSize();
-        return new Array(dtype, shape, Arena.ofAuto().allocate(Math.max(bytes, 0), 16).asSlice(0, bytes));
+        // 64-byte alignment: whole cache lines and vector-friendly for the reduction kernels.
+        return new Array(dtype, shape, Arena.ofAuto().allocate(bytes, 64));
     }
 
     /** A new array whose every element is one. */
@@ -61,6 +62,18 @@ public final class Array {
     /** A new array with the same dtype and shape as {@code like}, zero-filled. */
     public static Array zerosLike(Array like) {
         return zeros(like.dtype, like.shape);
+    }
+
+    /** A 0-d array holding {@code value} converted to {@code dtype}. */
+    public static Array scalar(DType dtype, double value) {
+        return full(dtype, value);
+    }
+
+    /** A 1-d array {@code [0, 1, ..., n-1]} converted to {@code dtype} (bool: 0 is false, the rest true). */
+    public static Array arange(DType dtype, int n) {
+        Array a = zeros(dtype, n);
+        for (int i = 0; i < n; i++) a.setLong(i, i);
+        return a;
     }
 
     /** Copies raw little-endian element bytes (MLX's element encoding) into a new array. */
@@ -126,6 +139,55 @@ public final class Array {
         return a;
     }
 
+    /** A bool array of {@code shape}. */
+    public static Array fromBooleans(boolean[] values, int... shape) {
+        Array a = zeros(DType.BOOL, shape);
+        checkLength(values.length, a);
+        for (int i = 0; i < values.length; i++) a.data.set(ValueLayout.JAVA_BYTE, i, (byte) (values[i] ? 1 : 0));
+        return a;
+    }
+
+    /**
+     * Raw 16-bit element images: {@code int16}, {@code uint16}, {@code float16} or {@code bfloat16}
+     * bit patterns, stored unchanged.
+     */
+    public static Array fromShortBits(DType dtype, short[] bits, int... shape) {
+        if (dtype.itemSize() != 2) {
+            throw new IllegalArgumentException("fromShortBits needs a 2-byte dtype (int16, uint16, float16, bfloat16), got " + dtype);
+        }
+        Array a = zeros(dtype, shape);
+        checkLength(bits.length, a);
+        MemorySegment.copy(bits, 0, a.data, I16, 0, bits.length);
+        return a;
+    }
+
+    /** A complex64 array from interleaved (real, imaginary) pairs. */
+    public static Array fromComplex(float[] interleaved, int... shape) {
+        Array a = zeros(DType.COMPLEX64, shape);
+        if (interleaved.length != 2 * a.size) {
+            throw new IllegalArgumentException(interleaved.length + " floats do not fill complex64 shape "
+                    + Arrays.toString(shape) + " (needs 2 per element: " + 2 * a.size + ")");
+        }
+        MemorySegment.copy(interleaved, 0, a.data, F32, 0, interleaved.length);
+        return a;
+    }
+
+    /** Converts {@code values} exactly where the dtype can hold them (integers wrap to the dtype's width). */
+    public static Array fromLongs(DType dtype, long[] values, int... shape) {
+        Array a = zeros(dtype, shape);
+        checkLength(values.length, a);
+        for (int i = 0; i < values.length; i++) a.setLong(i, values[i]);
+        return a;
+    }
+
+    /** As {@link #fromLongs(DType, long[], int...)}. */
+    public static Array fromInts(DType dtype, int[] values, int... shape) {
+        Array a = zeros(dtype, shape);
+        checkLength(values.length, a);
+        for (int i = 0; i < values.length; i++) a.setLong(i, values[i]);
+        return a;
+    }
+
     /** Converts {@code values} to any dtype (complex64: real parts, imaginary zero). */
     public static Array fromDoubles(DType dtype, double[] values, int... shape) {
         Array a = zeros(dtype, shape);
@@ -153,8 +215,12 @@ public final class Array {
     /** The native little-endian element image; collectives read and write it directly. */
     public MemorySegment segment() { return data; }
 
-    /** A view with another shape of the same element count; shares the data. */
+    /**
+     * A view with another shape of the same element count; shares the data. One dimension may be
+     * {@code -1}: it is inferred, as in MLX.
+     */
     public Array reshape(int... newShape) {
+        newShape = inferDimension(newShape);
         if (elementCount(newShape) != size) {
             throw new IllegalArgumentException("cannot reshape " + Arrays.toString(shape) + " (" + size
                     + " elements) to " + Arrays.toString(newShape));
@@ -167,6 +233,49 @@ public final class Array {
         Array c = zeros(dtype, shape);
         MemorySegment.copy(data, 0, c.data, 0, data.byteSize());
         return c;
+    }
+
+    /**
+     * A converted copy, element by element: integers and bool convert exactly where the target can
+     * hold the value (integers wrap to the target's width), floats to integers truncate toward
+     * zero, anything to bool is "non-zero", floats round to nearest even, complex64 to real keeps
+     * the real part.
+     */
+    public Array astype(DType target) {
+        if (target == dtype) return copy();
+        Array out = zeros(target, shape);
+        boolean exactInteger = dtype.isInteger() || dtype == DType.BOOL;
+        for (long i = 0; i < size; i++) {
+            if (target == DType.COMPLEX64 && dtype != DType.COMPLEX64) {
+                out.setComplex(i, exactInteger ? toFloatExactly(i) : (float) getDouble(i), 0f);
+            } else if (dtype == DType.COMPLEX64 && target == DType.BOOL) {
+                out.setDouble(i, getDouble(i) != 0 || getImag(i) != 0 ? 1 : 0);
+            } else if (exactInteger) {
+                if (target.isFloatingPoint()) out.setIntegerAsFloat(i, getLong(i), dtype == DType.UINT64);
+                else out.setLong(i, getLong(i));
+            } else {
+                out.setDouble(i, getDouble(i));
+            }
+        }
+        return out;
+    }
+
+    private float toFloatExactly(long i) {
+        long v = getLong(i);
+        return dtype == DType.UINT64 && v < 0 ? (float) unsignedToDouble(v) : (float) v;
+    }
+
+    /** Integer to float dtype without going through a double first (int64 to float32 rounds once). */
+    private void setIntegerAsFloat(long i, long v, boolean unsigned) {
+        if (unsigned && v < 0) {
+            setDouble(i, unsignedToDouble(v));
+        } else if (dtype == DType.FLOAT32) {
+            data.set(F32, i * 4, (float) v);
+        } else if (dtype == DType.FLOAT64) {
+            data.set(F64, i * 8, (double) v);
+        } else {
+            setDouble(i, v);
+        }
     }
 
     /** The raw little-endian element bytes. */
@@ -188,6 +297,24 @@ public final class Array {
         int[] out = new int[Math.toIntExact(size)];
         for (int i = 0; i < out.length; i++) out[i] = (int) getLong(i);
         return out;
+    }
+
+    public boolean[] toBooleanArray() {
+        boolean[] out = new boolean[Math.toIntExact(size)];
+        for (int i = 0; i < out.length; i++) out[i] = dtype == DType.COMPLEX64 ? getDouble(i) != 0 || getImag(i) != 0 : getDouble(i) != 0;
+        return out;
+    }
+
+    /** The raw 16-bit element images of a 2-byte dtype. */
+    public short[] toShortBits() {
+        if (dtype.itemSize() != 2) throw new IllegalStateException("toShortBits on a " + dtype + " array; it needs a 2-byte dtype");
+        return data.toArray(I16);
+    }
+
+    /** Interleaved (real, imaginary) pairs of a complex64 array. */
+    public float[] toComplexArray() {
+        if (dtype != DType.COMPLEX64) throw new IllegalStateException("toComplexArray on a " + dtype + " array; it needs complex64");
+        return data.toArray(F32);
     }
 
     public long[] toLongArray() {
@@ -246,11 +373,25 @@ public final class Array {
             case UINT32, INT32 -> data.set(I32, off, (int) (long) v);
             case INT64 -> data.set(I64, off, (long) v);
             case UINT64 -> data.set(I64, off, doubleToUnsigned(v));
-            case FLOAT16 -> data.set(I16, off, Float.floatToFloat16((float) v));
-            case BFLOAT16 -> data.set(I16, off, floatToBfloat16((float) v));
+            case FLOAT16 -> data.set(I16, off, Float.floatToFloat16(toFloatRoundToOdd(v)));
+            case BFLOAT16 -> data.set(I16, off, floatToBfloat16(toFloatRoundToOdd(v)));
             case FLOAT32 -> data.set(F32, off, (float) v);
             case COMPLEX64 -> { data.set(F32, off, (float) v); data.set(F32, off + 4, 0f); }
             case FLOAT64 -> data.set(F64, off, v);
+        }
+    }
+
+    /** Sets element {@code i} from an integer: integer dtypes wrap to their width, bool is non-zero, floats round. */
+    public void setLong(long i, long v) {
+        long off = i * dtype.itemSize();
+        switch (dtype) {
+            case BOOL -> data.set(ValueLayout.JAVA_BYTE, off, (byte) (v != 0 ? 1 : 0));
+            case UINT8, INT8 -> data.set(ValueLayout.JAVA_BYTE, off, (byte) v);
+            case UINT16, INT16 -> data.set(I16, off, (short) v);
+            case UINT32, INT32 -> data.set(I32, off, (int) v);
+            case UINT64, INT64 -> data.set(I64, off, v);
+            case FLOAT32 -> data.set(F32, off, (float) v);
+            default -> setDouble(i, v);
         }
     }
 
@@ -269,6 +410,58 @@ public final class Array {
         if (Float.isNaN(f)) return (short) ((bits >>> 16) | 0x0040);
         int rounding = 0x7FFF + ((bits >>> 16) & 1);
         return (short) ((bits + rounding) >>> 16);
+    }
+
+    /**
+     * double to float rounding to odd: rounding that result again to a narrower format (half,
+     * bfloat16) then equals rounding {@code v} directly to nearest even (no double rounding).
+     */
+    static float toFloatRoundToOdd(double v) {
+        float f = (float) v;
+        if (Float.isFinite(f) && (double) f != v) {
+            int bits = Float.floatToRawIntBits(f);
+            if (Math.abs((double) f) > Math.abs(v)) bits -= 1; // truncate toward zero
+            f = Float.intBitsToFloat(bits | 1);
+        }
+        return f;
+    }
+
+    /** float16 bits to float (exact). */
+    public static float float16ToFloat(short bits) { return Float.float16ToFloat(bits); }
+
+    /** float to float16 bits, round to nearest even. */
+    public static short floatToFloat16(float f) { return Float.floatToFloat16(f); }
+
+    /** bfloat16 bits to float (exact). */
+    public static float bfloat16ToFloat(short bits) { return Float.intBitsToFloat(bits << 16); }
+
+    /** Same dtype, same shape, same bytes (so NaNs with equal bits are equal; +0 and -0 are not). */
+    public static boolean arrayEquals(Array a, Array b) {
+        return a.dtype == b.dtype && Arrays.equals(a.shape, b.shape)
+                && MemorySegment.mismatch(a.data, 0, a.data.byteSize(), b.data, 0, b.data.byteSize()) < 0;
+    }
+
+    private int[] inferDimension(int[] newShape) {
+        int unknown = -1;
+        long known = 1;
+        for (int i = 0; i < newShape.length; i++) {
+            if (newShape[i] == -1) {
+                if (unknown >= 0) throw new IllegalArgumentException("reshape to " + Arrays.toString(newShape) + ": at most one dimension may be -1");
+                unknown = i;
+            } else if (newShape[i] < 0) {
+                throw new IllegalArgumentException("reshape to " + Arrays.toString(newShape) + ": negative dimension " + newShape[i]);
+            } else {
+                known *= newShape[i];
+            }
+        }
+        if (unknown < 0) return newShape;
+        if (known == 0 || size % known != 0) {
+            throw new IllegalArgumentException("cannot reshape " + Arrays.toString(shape) + " (" + size + " elements) to "
+                    + Arrays.toString(newShape) + ": the -1 dimension cannot be inferred");
+        }
+        int[] out = newShape.clone();
+        out[unknown] = Math.toIntExact(size / known);
+        return out;
     }
 
     static long elementCount(int[] shape) {

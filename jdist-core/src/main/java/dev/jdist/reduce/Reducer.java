@@ -2,108 +2,355 @@ package dev.jdist.reduce;
 
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
 /**
- * Element-wise {@code acc := op(acc, inc)} over little-endian element images, with the ring's
- * rules (spec collectives.md §1.3): ties and unordered comparisons keep {@code acc}.
- *
- * <p>This is the scalar reference implementation; vectorised kernels must give identical bytes.
+ * Element-wise {@code acc := op(acc, inc)} over little-endian element images, in place (spec
+ * collectives.md §1.3). Sum, max and min of bool, the integers, float32, float64 and complex64 sum
+ * run as Vector API kernels; float16, bfloat16 and complex64 max/min use a tight scalar loop.
+ * Every kernel gives the same bytes as the scalar reference ({@link ScalarReducer}), which also
+ * handles loop tails. Nothing is allocated per call once the kernels are compiled.
  */
 public final class Reducer {
-    private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /** Which tie/NaN rule a backend uses; they differ only for floating-point max and min. */
+    public enum Rule {
+        /** Ring (TCP) and MPI custom ops: max = inc if acc &lt; inc else acc; min = inc if inc &lt; acc else acc. */
+        RING,
+        /** JACCL: max = acc if acc &gt; inc else inc; min = acc if acc &lt; inc else inc. */
+        JACCL
+    }
+
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Byte> BS = ByteVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Short> SS = ShortVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Integer> IS = IntVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Long> LS = LongVector.SPECIES_PREFERRED;
 
     private Reducer() {}
 
-    /**
-     * Combines {@code count} elements: {@code acc[accOffset..] := op(acc, inc[incOffset..])}.
-     * Offsets are in bytes.
-     */
+    /** The ring rule: {@code reduce(Rule.RING, ...)}. Offsets are in bytes. */
     public static void reduce(ReduceOp op, DType dtype, MemorySegment acc, long accOffset,
                               MemorySegment inc, long incOffset, long count) {
-        int s = dtype.itemSize();
-        for (long i = 0; i < count; i++) {
-            long a = accOffset + i * s;
-            long b = incOffset + i * s;
-            switch (dtype) {
-                case BOOL -> {
-                    boolean x = acc.get(ValueLayout.JAVA_BYTE, a) != 0, y = inc.get(ValueLayout.JAVA_BYTE, b) != 0;
-                    boolean r = op == ReduceOp.MIN ? x && y : x || y;
-                    acc.set(ValueLayout.JAVA_BYTE, a, (byte) (r ? 1 : 0));
-                }
-                case INT8, UINT8 -> {
-                    byte x = acc.get(ValueLayout.JAVA_BYTE, a), y = inc.get(ValueLayout.JAVA_BYTE, b);
-                    int cmp = dtype == DType.UINT8 ? Integer.compare(x & 0xFF, y & 0xFF) : Byte.compare(x, y);
-                    acc.set(ValueLayout.JAVA_BYTE, a, op == ReduceOp.SUM ? (byte) (x + y) : pick(op, cmp) ? y : x);
-                }
-                case INT16, UINT16 -> {
-                    short x = acc.get(I16, a), y = inc.get(I16, b);
-                    int cmp = dtype == DType.UINT16 ? Integer.compare(x & 0xFFFF, y & 0xFFFF) : Short.compare(x, y);
-                    acc.set(I16, a, op == ReduceOp.SUM ? (short) (x + y) : pick(op, cmp) ? y : x);
-                }
-                case INT32, UINT32 -> {
-                    int x = acc.get(I32, a), y = inc.get(I32, b);
-                    int cmp = dtype == DType.UINT32 ? Integer.compareUnsigned(x, y) : Integer.compare(x, y);
-                    acc.set(I32, a, op == ReduceOp.SUM ? x + y : pick(op, cmp) ? y : x);
-                }
-                case INT64, UINT64 -> {
-                    long x = acc.get(I64, a), y = inc.get(I64, b);
-                    int cmp = dtype == DType.UINT64 ? Long.compareUnsigned(x, y) : Long.compare(x, y);
-                    acc.set(I64, a, op == ReduceOp.SUM ? x + y : pick(op, cmp) ? y : x);
-                }
-                case FLOAT32 -> acc.set(F32, a, combine(op, acc.get(F32, a), inc.get(F32, b)));
-                case FLOAT64 -> {
-                    double x = acc.get(F64, a), y = inc.get(F64, b);
-                    acc.set(F64, a, switch (op) {
-                        case SUM -> x + y;
-                        case MAX -> x < y ? y : x;
-                        case MIN -> y < x ? y : x;
-                    });
-                }
-                case FLOAT16 -> {
-                    float r = combine(op, Float.float16ToFloat(acc.get(I16, a)), Float.float16ToFloat(inc.get(I16, b)));
-                    acc.set(I16, a, Float.floatToFloat16(r));
-                }
-                case BFLOAT16 -> {
-                    float r = combine(op, Float.intBitsToFloat(acc.get(I16, a) << 16), Float.intBitsToFloat(inc.get(I16, b) << 16));
-                    acc.set(I16, a, dev.jdist.Array.floatToBfloat16(r));
-                }
-                case COMPLEX64 -> {
-                    float xr = acc.get(F32, a), xi = acc.get(F32, a + 4), yr = inc.get(F32, b), yi = inc.get(F32, b + 4);
-                    if (op == ReduceOp.SUM) {
-                        acc.set(F32, a, xr + yr);
-                        acc.set(F32, a + 4, xi + yi);
-                    } else {
-                        boolean xLess = xr < yr || (xr == yr && xi < yi);
-                        boolean yLess = yr < xr || (yr == xr && yi < xi);
-                        boolean takeInc = op == ReduceOp.MAX ? xLess : yLess;
-                        if (takeInc) {
-                            acc.set(F32, a, yr);
-                            acc.set(F32, a + 4, yi);
-                        }
-                    }
-                }
-            }
+        reduce(Rule.RING, op, dtype, acc, accOffset, inc, incOffset, count);
+    }
+
+    /**
+     * Combines {@code count} elements: {@code acc[accOffset..] := op(acc, inc[incOffset..])} under
+     * {@code rule}. Offsets are in bytes; {@code acc} must be writable.
+     */
+    public static void reduce(Rule rule, ReduceOp op, DType dtype, MemorySegment acc, long accOffset,
+                              MemorySegment inc, long incOffset, long count) {
+        if (count < 0) throw new IllegalArgumentException("element count must be >= 0, got " + count);
+        if (count == 0) return;
+        long done = 0;
+        if (vectorizable(acc) && vectorizable(inc)) {
+            boolean ring = rule == Rule.RING;
+            done = switch (dtype) {
+                case FLOAT32 -> f32(ring, op, acc, accOffset, inc, incOffset, count);
+                case FLOAT64 -> f64(ring, op, acc, accOffset, inc, incOffset, count);
+                case INT8 -> i8(op, false, acc, accOffset, inc, incOffset, count);
+                case UINT8 -> i8(op, true, acc, accOffset, inc, incOffset, count);
+                case INT16 -> i16(op, false, acc, accOffset, inc, incOffset, count);
+                case UINT16 -> i16(op, true, acc, accOffset, inc, incOffset, count);
+                case INT32 -> i32(op, false, acc, accOffset, inc, incOffset, count);
+                case UINT32 -> i32(op, true, acc, accOffset, inc, incOffset, count);
+                case INT64 -> i64(op, false, acc, accOffset, inc, incOffset, count);
+                case UINT64 -> i64(op, true, acc, accOffset, inc, incOffset, count);
+                case BOOL -> bool(op, acc, accOffset, inc, incOffset, count);
+                // (re, im) pairs add like a float32 array twice as long; lane counts are even.
+                case COMPLEX64 -> op == ReduceOp.SUM ? f32(true, op, acc, accOffset, inc, incOffset, 2 * count) / 2 : 0;
+                case FLOAT16, BFLOAT16 -> 0;
+            };
+        }
+        if (done < count) {
+            long s = dtype.itemSize();
+            ScalarReducer.reduce(rule, op, dtype, acc, accOffset + done * s, inc, incOffset + done * s, count - done);
         }
     }
 
-    /** For max/min of integers: take {@code inc} when it is strictly better ({@code cmp} compares acc to inc). */
-    private static boolean pick(ReduceOp op, int cmp) {
-        return op == ReduceOp.MAX ? cmp < 0 : cmp > 0;
+    /** The Vector API reads native segments and heap segments over byte[] only. */
+    private static boolean vectorizable(MemorySegment s) {
+        return s.isNative() || s.heapBase().map(o -> o instanceof byte[]).orElse(true);
     }
 
-    private static float combine(ReduceOp op, float x, float y) {
-        return switch (op) {
-            case SUM -> x + y;
-            case MAX -> x < y ? y : x;
-            case MIN -> y < x ? y : x;
-        };
+    // Integer max/min: ties are equal values, so lanewise max/min match the scalar rule bit for bit.
+
+    private static long f32(boolean ring, ReduceOp op, MemorySegment acc, long a0, MemorySegment inc, long b0, long n) {
+        int lanes = FS.length();
+        long bound = n - n % lanes;
+        switch (op) {
+            case SUM -> {
+                for (long i = 0; i < bound; i += lanes) {
+                    FloatVector x = FloatVector.fromMemorySegment(FS, acc, a0 + 4 * i, LE);
+                    FloatVector y = FloatVector.fromMemorySegment(FS, inc, b0 + 4 * i, LE);
+                    x.add(y).intoMemorySegment(acc, a0 + 4 * i, LE);
+                }
+            }
+            case MAX -> {
+                for (long i = 0; i < bound; i += lanes) {
+                    FloatVector x = FloatVector.fromMemorySegment(FS, acc, a0 + 4 * i, LE);
+                    FloatVector y = FloatVector.fromMemorySegment(FS, inc, b0 + 4 * i, LE);
+                    // IEEE compares are false for NaN: ring keeps acc, JACCL takes inc.
+                    FloatVector r = ring ? x.blend(y, x.compare(VectorOperators.LT, y))
+                                         : y.blend(x, x.compare(VectorOperators.GT, y));
+                    r.intoMemorySegment(acc, a0 + 4 * i, LE);
+                }
+            }
+            case MIN -> {
+                for (long i = 0; i < bound; i += lanes) {
+                    FloatVector x = FloatVector.fromMemorySegment(FS, acc, a0 + 4 * i, LE);
+                    FloatVector y = FloatVector.fromMemorySegment(FS, inc, b0 + 4 * i, LE);
+                    FloatVector r = ring ? x.blend(y, y.compare(VectorOperators.LT, x))
+                                         : y.blend(x, x.compare(VectorOperators.LT, y));
+                    r.intoMemorySegment(acc, a0 + 4 * i, LE);
+                }
+            }
+        }
+        return bound;
+    }
+
+    private static long f64(boolean ring, ReduceOp op, MemorySegment acc, long a0, MemorySegment inc, long b0, long n) {
+        int lanes = DS.length();
+        long bound = n - n % lanes;
+        switch (op) {
+            case SUM -> {
+                for (long i = 0; i < bound; i += lanes) {
+                    DoubleVector x = DoubleVector.fromMemorySegment(DS, acc, a0 + 8 * i, LE);
+                    DoubleVector y = DoubleVector.fromMemorySegment(DS, inc, b0 + 8 * i, LE);
+                    x.add(y).intoMemorySegment(acc, a0 + 8 * i, LE);
+                }
+            }
+            case MAX -> {
+                for (long i = 0; i < bound; i += lanes) {
+                    DoubleVector x = DoubleVector.fromMemorySegment(DS, acc, a0 + 8 * i, LE);
+                    DoubleVector y = DoubleVector.fromMemorySegment(DS, inc, b0 + 8 * i, LE);
+                    DoubleVector r = ring ? x.blend(y, x.compare(VectorOperators.LT, y))
+                                          : y.blend(x, x.compare(VectorOperators.GT, y));
+                    r.intoMemorySegment(acc, a0 + 8 * i, LE);
+                }
+            }
+            case MIN -> {
+                for (long i = 0; i < bound; i += lanes) {
+                    DoubleVector x = DoubleVector.fromMemorySegment(DS, acc, a0 + 8 * i, LE);
+                    DoubleVector y = DoubleVector.fromMemorySegment(DS, inc, b0 + 8 * i, LE);
+                    DoubleVector r = ring ? x.blend(y, y.compare(VectorOperators.LT, x))
+                                          : y.blend(x, x.compare(VectorOperators.LT, y));
+                    r.intoMemorySegment(acc, a0 + 8 * i, LE);
+                }
+            }
+        }
+        return bound;
+    }
+
+    // One loop per operator: the operator must be a compile-time constant for the JIT to emit vector code.
+    private static long i8(ReduceOp op, boolean unsigned, MemorySegment acc, long a0, MemorySegment inc, long b0, long n) {
+        int lanes = BS.length();
+        long bound = n - n % lanes;
+        switch (op) {
+            case SUM -> {
+                for (long i = 0; i < bound; i += lanes) {
+                    ByteVector x = ByteVector.fromMemorySegment(BS, acc, a0 + i, LE);
+                    ByteVector y = ByteVector.fromMemorySegment(BS, inc, b0 + i, LE);
+                    x.add(y).intoMemorySegment(acc, a0 + i, LE);
+                }
+            }
+            case MAX -> {
+                if (unsigned) {
+                for (long i = 0; i < bound; i += lanes) {
+                    ByteVector x = ByteVector.fromMemorySegment(BS, acc, a0 + i, LE);
+                    ByteVector y = ByteVector.fromMemorySegment(BS, inc, b0 + i, LE);
+                    x.lanewise(VectorOperators.UMAX, y).intoMemorySegment(acc, a0 + i, LE);
+                }
+                } else {
+                for (long i = 0; i < bound; i += lanes) {
+                    ByteVector x = ByteVector.fromMemorySegment(BS, acc, a0 + i, LE);
+                    ByteVector y = ByteVector.fromMemorySegment(BS, inc, b0 + i, LE);
+                    x.max(y).intoMemorySegment(acc, a0 + i, LE);
+                }
+                }
+            }
+            case MIN -> {
+                if (unsigned) {
+                for (long i = 0; i < bound; i += lanes) {
+                    ByteVector x = ByteVector.fromMemorySegment(BS, acc, a0 + i, LE);
+                    ByteVector y = ByteVector.fromMemorySegment(BS, inc, b0 + i, LE);
+                    x.lanewise(VectorOperators.UMIN, y).intoMemorySegment(acc, a0 + i, LE);
+                }
+                } else {
+                for (long i = 0; i < bound; i += lanes) {
+                    ByteVector x = ByteVector.fromMemorySegment(BS, acc, a0 + i, LE);
+                    ByteVector y = ByteVector.fromMemorySegment(BS, inc, b0 + i, LE);
+                    x.min(y).intoMemorySegment(acc, a0 + i, LE);
+                }
+                }
+            }
+        }
+        return bound;
+    }
+
+    // One loop per operator: the operator must be a compile-time constant for the JIT to emit vector code.
+    private static long i16(ReduceOp op, boolean unsigned, MemorySegment acc, long a0, MemorySegment inc, long b0, long n) {
+        int lanes = SS.length();
+        long bound = n - n % lanes;
+        switch (op) {
+            case SUM -> {
+                for (long i = 0; i < bound; i += lanes) {
+                    ShortVector x = ShortVector.fromMemorySegment(SS, acc, a0 + 2 * i, LE);
+                    ShortVector y = ShortVector.fromMemorySegment(SS, inc, b0 + 2 * i, LE);
+                    x.add(y).intoMemorySegment(acc, a0 + 2 * i, LE);
+                }
+            }
+            case MAX -> {
+                if (unsigned) {
+                for (long i = 0; i < bound; i += lanes) {
+                    ShortVector x = ShortVector.fromMemorySegment(SS, acc, a0 + 2 * i, LE);
+                    ShortVector y = ShortVector.fromMemorySegment(SS, inc, b0 + 2 * i, LE);
+                    x.lanewise(VectorOperators.UMAX, y).intoMemorySegment(acc, a0 + 2 * i, LE);
+                }
+                } else {
+                for (long i = 0; i < bound; i += lanes) {
+                    ShortVector x = ShortVector.fromMemorySegment(SS, acc, a0 + 2 * i, LE);
+                    ShortVector y = ShortVector.fromMemorySegment(SS, inc, b0 + 2 * i, LE);
+                    x.max(y).intoMemorySegment(acc, a0 + 2 * i, LE);
+                }
+                }
+            }
+            case MIN -> {
+                if (unsigned) {
+                for (long i = 0; i < bound; i += lanes) {
+                    ShortVector x = ShortVector.fromMemorySegment(SS, acc, a0 + 2 * i, LE);
+                    ShortVector y = ShortVector.fromMemorySegment(SS, inc, b0 + 2 * i, LE);
+                    x.lanewise(VectorOperators.UMIN, y).intoMemorySegment(acc, a0 + 2 * i, LE);
+                }
+                } else {
+                for (long i = 0; i < bound; i += lanes) {
+                    ShortVector x = ShortVector.fromMemorySegment(SS, acc, a0 + 2 * i, LE);
+                    ShortVector y = ShortVector.fromMemorySegment(SS, inc, b0 + 2 * i, LE);
+                    x.min(y).intoMemorySegment(acc, a0 + 2 * i, LE);
+                }
+                }
+            }
+        }
+        return bound;
+    }
+
+    // One loop per operator: the operator must be a compile-time constant for the JIT to emit vector code.
+    private static long i32(ReduceOp op, boolean unsigned, MemorySegment acc, long a0, MemorySegment inc, long b0, long n) {
+        int lanes = IS.length();
+        long bound = n - n % lanes;
+        switch (op) {
+            case SUM -> {
+                for (long i = 0; i < bound; i += lanes) {
+                    IntVector x = IntVector.fromMemorySegment(IS, acc, a0 + 4 * i, LE);
+                    IntVector y = IntVector.fromMemorySegment(IS, inc, b0 + 4 * i, LE);
+                    x.add(y).intoMemorySegment(acc, a0 + 4 * i, LE);
+                }
+            }
+            case MAX -> {
+                if (unsigned) {
+                for (long i = 0; i < bound; i += lanes) {
+                    IntVector x = IntVector.fromMemorySegment(IS, acc, a0 + 4 * i, LE);
+                    IntVector y = IntVector.fromMemorySegment(IS, inc, b0 + 4 * i, LE);
+                    x.lanewise(VectorOperators.UMAX, y).intoMemorySegment(acc, a0 + 4 * i, LE);
+                }
+                } else {
+                for (long i = 0; i < bound; i += lanes) {
+                    IntVector x = IntVector.fromMemorySegment(IS, acc, a0 + 4 * i, LE);
+                    IntVector y = IntVector.fromMemorySegment(IS, inc, b0 + 4 * i, LE);
+                    x.max(y).intoMemorySegment(acc, a0 + 4 * i, LE);
+                }
+                }
+            }
+            case MIN -> {
+                if (unsigned) {
+                for (long i = 0; i < bound; i += lanes) {
+                    IntVector x = IntVector.fromMemorySegment(IS, acc, a0 + 4 * i, LE);
+                    IntVector y = IntVector.fromMemorySegment(IS, inc, b0 + 4 * i, LE);
+                    x.lanewise(VectorOperators.UMIN, y).intoMemorySegment(acc, a0 + 4 * i, LE);
+                }
+                } else {
+                for (long i = 0; i < bound; i += lanes) {
+                    IntVector x = IntVector.fromMemorySegment(IS, acc, a0 + 4 * i, LE);
+                    IntVector y = IntVector.fromMemorySegment(IS, inc, b0 + 4 * i, LE);
+                    x.min(y).intoMemorySegment(acc, a0 + 4 * i, LE);
+                }
+                }
+            }
+        }
+        return bound;
+    }
+
+    // One loop per operator: the operator must be a compile-time constant for the JIT to emit vector code.
+    private static long i64(ReduceOp op, boolean unsigned, MemorySegment acc, long a0, MemorySegment inc, long b0, long n) {
+        int lanes = LS.length();
+        long bound = n - n % lanes;
+        switch (op) {
+            case SUM -> {
+                for (long i = 0; i < bound; i += lanes) {
+                    LongVector x = LongVector.fromMemorySegment(LS, acc, a0 + 8 * i, LE);
+                    LongVector y = LongVector.fromMemorySegment(LS, inc, b0 + 8 * i, LE);
+                    x.add(y).intoMemorySegment(acc, a0 + 8 * i, LE);
+                }
+            }
+            case MAX -> {
+                if (unsigned) {
+                for (long i = 0; i < bound; i += lanes) {
+                    LongVector x = LongVector.fromMemorySegment(LS, acc, a0 + 8 * i, LE);
+                    LongVector y = LongVector.fromMemorySegment(LS, inc, b0 + 8 * i, LE);
+                    x.lanewise(VectorOperators.UMAX, y).intoMemorySegment(acc, a0 + 8 * i, LE);
+                }
+                } else {
+                for (long i = 0; i < bound; i += lanes) {
+                    LongVector x = LongVector.fromMemorySegment(LS, acc, a0 + 8 * i, LE);
+                    LongVector y = LongVector.fromMemorySegment(LS, inc, b0 + 8 * i, LE);
+                    x.max(y).intoMemorySegment(acc, a0 + 8 * i, LE);
+                }
+                }
+            }
+            case MIN -> {
+                if (unsigned) {
+                for (long i = 0; i < bound; i += lanes) {
+                    LongVector x = LongVector.fromMemorySegment(LS, acc, a0 + 8 * i, LE);
+                    LongVector y = LongVector.fromMemorySegment(LS, inc, b0 + 8 * i, LE);
+                    x.lanewise(VectorOperators.UMIN, y).intoMemorySegment(acc, a0 + 8 * i, LE);
+                }
+                } else {
+                for (long i = 0; i < bound; i += lanes) {
+                    LongVector x = LongVector.fromMemorySegment(LS, acc, a0 + 8 * i, LE);
+                    LongVector y = LongVector.fromMemorySegment(LS, inc, b0 + 8 * i, LE);
+                    x.min(y).intoMemorySegment(acc, a0 + 8 * i, LE);
+                }
+                }
+            }
+        }
+        return bound;
+    }
+
+    /** Any non-zero byte is true; results are written as 0/1. sum and max are OR, min is AND. */
+    private static long bool(ReduceOp op, MemorySegment acc, long a0, MemorySegment inc, long b0, long n) {
+        int lanes = BS.length();
+        long bound = n - n % lanes;
+        ByteVector zero = ByteVector.zero(BS);
+        boolean and = op == ReduceOp.MIN;
+        for (long i = 0; i < bound; i += lanes) {
+            VectorMask<Byte> x = ByteVector.fromMemorySegment(BS, acc, a0 + i, LE).compare(VectorOperators.NE, 0);
+            VectorMask<Byte> y = ByteVector.fromMemorySegment(BS, inc, b0 + i, LE).compare(VectorOperators.NE, 0);
+            zero.blend((byte) 1, and ? x.and(y) : x.or(y)).intoMemorySegment(acc, a0 + i, LE);
+        }
+        return bound;
     }
 }
