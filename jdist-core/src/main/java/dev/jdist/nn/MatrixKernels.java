@@ -1,13 +1,16 @@
 package dev.jdist.nn;
 
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
  * The few dense float32 kernels the layers need, on row-major {@code float[]} matrices, vectorised
  * with the Vector API ({@code --add-modules=jdk.incubator.vector}). Each kernel works along
  * contiguous rows so that the inner loop is a vector dot product or a vector {@code y += a*x}.
+ *
+ * <p>Results are reproducible: every product is a fused multiply-add and every sum has a fixed
+ * order, so the same inputs give the same bits whether the code runs interpreted or compiled (on
+ * machines with the same vector width).
  */
 public final class MatrixKernels {
     private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
@@ -68,8 +71,14 @@ public final class MatrixKernels {
         for (; t < bound; t += S.length()) {
             acc = FloatVector.fromArray(S, a, ao + t).fma(FloatVector.fromArray(S, b, bo + t), acc);
         }
-        float s = acc.reduceLanes(VectorOperators.ADD);
-        for (; t < len; t++) s += a[ao + t] * b[bo + t];
+        // Lanes are added in lane order by hand: reduceLanes(ADD)'s order is unspecified and differs
+        // between interpreted and JIT-compiled code, which would make results vary from run to run.
+        float s = 0f;
+        if (bound > 0) {
+            float[] lanes = acc.toArray();
+            for (float lane : lanes) s += lane;
+        }
+        for (; t < len; t++) s = Math.fma(a[ao + t], b[bo + t], s);
         return s;
     }
 
@@ -81,7 +90,7 @@ public final class MatrixKernels {
         for (; t < bound; t += S.length()) {
             FloatVector.fromArray(S, x, xo + t).fma(va, FloatVector.fromArray(S, y, yo + t)).intoArray(y, yo + t);
         }
-        for (; t < len; t++) y[yo + t] += alpha * x[xo + t];
+        for (; t < len; t++) y[yo + t] = Math.fma(x[xo + t], alpha, y[yo + t]);
     }
 
     private static void check(float[] m, long need, String name) {

@@ -1,0 +1,251 @@
+package dev.jdist.nn;
+
+import dev.jdist.spi.Backend;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import javax.tools.ToolProvider;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * Runs the example programs as real JVMs: 1 rank (no configuration: the singleton group), and 2 and
+ * 4 ranks over the TCP ring on 127.0.0.1 (MLX_RANK + MLX_HOSTFILE, free ports), and checks what
+ * the issue promises: identical weights on every rank, the loss of the 1-process run, the sharded
+ * output equal to the unsharded one.
+ */
+@Timeout(600)
+class ExamplesIT {
+    /** Data parallelism changes only the summation order: the final loss must match the 1-process run this closely (relative). */
+    static final double LOSS_TOLERANCE = 1e-3;
+    /** Sharded vs unsharded MLP output, max |difference| (float32 rounding is ~1e-7 here). */
+    static final double OUTPUT_TOLERANCE = 1e-5;
+    static final long RANK_TIMEOUT_S = 240;
+
+    static Path examples;
+    static String classpath;
+    @TempDir static Path tmp;
+    static Path classes;
+    static final Map<String, List<RankRun>> SINGLE = new ConcurrentHashMap<>();
+
+    record RankRun(int rank, int exit, String out, String err) {}
+
+    @BeforeAll
+    static void compileExamples() throws IOException {
+        Path dir = Path.of(System.getProperty("user.dir")).toAbsolutePath();
+        while (dir != null && !Files.exists(dir.resolve("examples/AllSum.java"))) dir = dir.getParent();
+        assertThat(dir).as("the repository root (holding examples/AllSum.java) above " + System.getProperty("user.dir")).isNotNull();
+        examples = dir.resolve("examples");
+        classpath = System.getProperty("java.class.path");
+        classes = Files.createDirectories(tmp.resolve("classes"));
+        ByteArrayOutputStream diagnostics = new ByteArrayOutputStream();
+        int rc = ToolProvider.getSystemJavaCompiler().run(null, diagnostics, diagnostics,
+                "--add-modules=jdk.incubator.vector", "-cp", classpath, "-d", classes.toString(),
+                examples.resolve("AllSum.java").toString(), examples.resolve("DataParallel.java").toString(),
+                examples.resolve("TensorParallel.java").toString());
+        assertThat(rc).as("javac of the examples: " + diagnostics.toString(StandardCharsets.UTF_8)).isZero();
+    }
+
+    static void requireRing() {
+        boolean ring = ServiceLoader.load(Backend.class).stream().anyMatch(p -> p.get().name().equals("ring"));
+        assumeTrue(ring, "the ring backend is not on the classpath yet; multi-rank example runs skipped");
+    }
+
+    // ------------------------------------------------------------------ DataParallel
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {1, 2, 4})
+    void dataParallelEndsWithIdenticalWeightsAndTheLossOfTheOneProcessRun(int n) throws Exception {
+        List<RankRun> runs = run("DataParallel", n);
+        Set<String> checksums = new HashSet<>();
+        for (RankRun r : runs) {
+            Matcher m = find(r, "rank (\\d+) of (\\d+): weights crc32=([0-9a-f]{8})");
+            assertThat(Integer.parseInt(m.group(1))).isEqualTo(r.rank());
+            assertThat(Integer.parseInt(m.group(2))).isEqualTo(n);
+            checksums.add(m.group(3));
+        }
+        assertThat(checksums).as("weight checksums of the %d ranks", n).hasSize(1);
+        assertThat(runs.getFirst().out()).contains("weights identical on all " + n + " ranks");
+
+        double[] loss = loss(runs.getFirst());
+        assertThat(loss[0]).as("final loss").isLessThan(0.1 * loss[1]);   // training works: the loss falls > 10x
+        double[] single = loss(SINGLE.computeIfAbsent("DataParallel", k -> run(k, 1)).getFirst());
+        assertThat(loss[1]).as("initial loss vs the 1-process run").isCloseTo(single[1], org.assertj.core.data.Percentage.withPercentage(1e-4));
+        assertThat(Math.abs(loss[0] - single[0])).as("final loss %s vs the 1-process run's %s", loss[0], single[0])
+                .isLessThanOrEqualTo(LOSS_TOLERANCE * single[0]);
+    }
+
+    private static double[] loss(RankRun rank0) {
+        Matcher m = find(rank0, "loss ([0-9.]+) after (\\d+) iterations \\(initial ([0-9.]+)\\); (\\d+) ranks x (\\d+) examples");
+        return new double[] {Double.parseDouble(m.group(1)), Double.parseDouble(m.group(3))};
+    }
+
+    // ------------------------------------------------------------------ TensorParallel
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {1, 2, 4})
+    void tensorParallelOutputEqualsTheUnshardedOutputOnEveryRank(int n) throws Exception {
+        List<RankRun> runs = run("TensorParallel", n);
+        for (RankRun r : runs) {
+            Matcher m = find(r, "rank (\\d+) of (\\d+): max \\|y - expected\\| = (\\S+)");
+            assertThat(Integer.parseInt(m.group(2))).isEqualTo(n);
+            assertThat(Double.parseDouble(m.group(3))).as("rank %d's max error", r.rank()).isLessThanOrEqualTo(OUTPUT_TOLERANCE);
+        }
+        Matcher m = find(runs.getFirst(), "sum\\(y\\) = (\\S+) over 8 x 256 outputs; (\\d+) ranks x (\\d+) hidden features");
+        assertThat(Integer.parseInt(m.group(3))).isEqualTo(1024 / n);
+        Matcher s = find(SINGLE.computeIfAbsent("TensorParallel", k -> run(k, 1)).getFirst(), "sum\\(y\\) = (\\S+)");
+        assertThat(Double.parseDouble(m.group(1))).as("sum of the outputs vs the 1-process run")
+                .isCloseTo(Double.parseDouble(s.group(1)), org.assertj.core.data.Offset.offset(1e-3));
+    }
+
+    // ------------------------------------------------------------------ AllSum
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {1, 2, 4})
+    void allSumPrintsTheGroupSizeOnEveryRank(int n) throws Exception {
+        for (RankRun r : run("AllSum", n)) {
+            assertThat(r.out().strip()).isEqualTo(r.rank() + " array([" + n + ", " + n + ", " + n + ", ..., " + n + ", " + n + ", "
+                    + n + "], dtype=float32)");
+        }
+    }
+
+    @Test
+    void examplesRunInSourceFileMode() throws Exception {
+        RankRun r = start(List.of("java", examples.resolve("TensorParallel.java").toString()), Map.of(), 0).await();
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(r.out()).contains("rank 0 of 1: max |y - expected|");
+    }
+
+    // ------------------------------------------------------------------ running ranks
+
+    /** Runs {@code mainClass} as {@code n} ranks; asserts every rank exits 0. */
+    static List<RankRun> run(String mainClass, int n) {
+        if (n > 1) requireRing();
+        try {
+            Map<Integer, Map<String, String>> envs = new HashMap<>();
+            if (n == 1) {
+                envs.put(0, Map.of());
+            } else {
+                Path hostfile = tmp.resolve("hosts-" + mainClass + "-" + n + "-" + System.nanoTime() + ".json");
+                Files.writeString(hostfile, freePorts(n).stream().map(p -> "[\"127.0.0.1:" + p + "\"]")
+                        .collect(Collectors.joining(", ", "[", "]")));
+                for (int r = 0; r < n; r++) envs.put(r, Map.of("MLX_RANK", String.valueOf(r), "MLX_HOSTFILE", hostfile.toString()));
+            }
+            List<Started> started = new ArrayList<>();
+            try {
+                for (int r = 0; r < n; r++) started.add(start(List.of("-cp", classes + java.io.File.pathSeparator + classpath, mainClass), envs.get(r), r));
+                List<RankRun> runs = new ArrayList<>();
+                for (Started s : started) runs.add(s.await());
+                for (RankRun r : runs) {
+                    assertThat(r.exit()).as("%s rank %d of %d exit status; stdout:%n%s%nstderr:%n%s", mainClass, r.rank(), n, r.out(), r.err())
+                            .isZero();
+                }
+                return runs;
+            } finally {
+                for (Started s : started) s.kill();
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** A started rank process whose output is collected on two threads. */
+    record Started(int rank, Process process, ByteArrayOutputStream out, ByteArrayOutputStream err, Thread[] pumps) {
+        RankRun await() {
+            try {
+                if (!process.waitFor(RANK_TIMEOUT_S, TimeUnit.SECONDS)) {
+                    kill();
+                    fail("rank " + rank + " did not finish within " + RANK_TIMEOUT_S + " s; stdout: " + out + " stderr: " + err);
+                }
+                for (Thread t : pumps) t.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                kill();
+                throw new IllegalStateException(e);
+            }
+            return new RankRun(rank, process.exitValue(), out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        }
+
+        void kill() {
+            if (process.isAlive()) process.destroyForcibly();
+        }
+    }
+
+    static Started start(List<String> args, Map<String, String> env, int rank) throws IOException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("--add-modules=jdk.incubator.vector");
+        cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.add("-XX:+UseSerialGC");
+        if (args.getFirst().equals("java")) {
+            cmd.add("-cp");
+            cmd.add(classpath);
+            cmd.addAll(args.subList(1, args.size()));
+        } else {
+            cmd.addAll(args);
+        }
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.environment().keySet().removeIf(k -> k.startsWith("MLX_") || k.startsWith("JDIST_") || k.startsWith("NCCL_")
+                || k.startsWith("OMPI_") || k.startsWith("PMI"));
+        pb.environment().putAll(env);
+        Process p = pb.start();
+        p.getOutputStream().close();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        Thread[] pumps = {pump(p.getInputStream(), out), pump(p.getErrorStream(), err)};
+        return new Started(rank, p, out, err, pumps);
+    }
+
+    private static Thread pump(InputStream in, ByteArrayOutputStream sink) {
+        return Thread.ofPlatform().daemon().start(() -> {
+            try (in) {
+                in.transferTo(sink);
+            } catch (IOException ignored) {
+                // the process ended
+            }
+        });
+    }
+
+    static List<Integer> freePorts(int n) throws IOException {
+        List<ServerSocket> sockets = new ArrayList<>();
+        try {
+            for (int i = 0; i < n; i++) sockets.add(new ServerSocket(0, 1, InetAddress.getLoopbackAddress()));
+            return sockets.stream().map(ServerSocket::getLocalPort).toList();
+        } finally {
+            for (ServerSocket s : sockets) s.close();
+        }
+    }
+
+    static Matcher find(RankRun r, String regex) {
+        Matcher m = Pattern.compile(regex).matcher(r.out());
+        if (!m.find()) fail("rank " + r.rank() + " printed no line matching /" + regex + "/; stdout:\n" + r.out() + "\nstderr:\n" + r.err());
+        return m;
+    }
+}
