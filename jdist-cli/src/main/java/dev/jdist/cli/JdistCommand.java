@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         version = "jdist 0.1.0",
         description = "MLX-style distributed computing for the JVM: launch jobs, configure clusters, benchmark collectives.",
-        subcommands = {CommandLine.HelpCommand.class})
+        subcommands = {CommandLine.HelpCommand.class, ConfigCommand.class})
 public final class JdistCommand implements Runnable {
 
     @CommandLine.Spec
@@ -21,7 +21,10 @@ public final class JdistCommand implements Runnable {
 
     /** Builds the command line with every subcommand registered (used by main and by tests). */
     public static CommandLine commandLine() {
-        return new CommandLine(new JdistCommand());
+        CommandLine cl = new CommandLine(new JdistCommand())
+                .setParameterExceptionHandler(new UsageErrorHandler());
+        ConfigCommand.configure(cl.getSubcommands().get("config"));
+        return cl;
     }
 
     public static void main(String[] args) {

@@ -1,0 +1,125 @@
+package dev.jdist.cli;
+
+import dev.jdist.config.ClusterConfigurator;
+import dev.jdist.config.ConfigFailure;
+import dev.jdist.config.ConfigHost;
+import dev.jdist.config.ConfigOptions;
+import dev.jdist.config.ConsoleLog;
+import dev.jdist.config.HostList;
+import dev.jdist.config.HostPlatform;
+import dev.jdist.config.LinuxPlatform;
+import dev.jdist.config.MacOsPlatform;
+import dev.jdist.config.RemoteShell;
+import dev.jdist.config.SshRemoteShell;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.BufferedReader;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/** {@code jdist config}: discover, check and configure a cluster, and write its hostfile ({@code distributed-config.md}). */
+@Command(name = "config",
+        description = {"Check ssh access to the hosts, read their Thunderbolt wiring (or their Ethernet addresses),",
+                "check it forms a mesh or a ring, plan an IP subnet per cable, set the interfaces up (or print",
+                "the commands), and write a hostfile for `jdist launch` / `mlx.launch`."},
+        sortOptions = false)
+public final class ConfigCommand implements Callable<Integer> {
+
+    @Option(names = "--hosts", paramLabel = "LIST", defaultValue = "127.0.0.1",
+            description = "Comma-separated ssh hosts (default: ${DEFAULT-VALUE}).")
+    String hosts;
+
+    @Option(names = "--hostfile", paramLabel = "PATH",
+            description = "Read the hosts (ssh and ips) from a hostfile instead; takes precedence over --hosts.")
+    Path hostfile;
+
+    @Option(names = "--over", paramLabel = "thunderbolt|ethernet", defaultValue = "thunderbolt",
+            description = "What to configure (default: ${DEFAULT-VALUE}).")
+    String over;
+
+    @Option(names = "--backend", paramLabel = "ring|jaccl|jaccl-ring",
+            description = "Thunderbolt only: require this backend (default: the best the wiring and RDMA allow).")
+    String backend;
+
+    @Option(names = "--auto-setup", negatable = true,
+            description = "Run the interface commands over ssh (needs passwordless sudo); the last of --[no-]auto-setup wins.")
+    boolean autoSetup;
+
+    @Option(names = "--dot", description = "Thunderbolt only: print the wiring as a GraphViz graph and exit.")
+    boolean dot;
+
+    @Option(names = "--output-hostfile", paramLabel = "PATH",
+            description = "Write the hostfile there instead of printing it (--output works too).")
+    Path output;
+
+    @Option(names = "--env", paramLabel = "NAME=VALUE", description = "Copied into the hostfile's envs; repeatable.")
+    List<String> envs = new ArrayList<>();
+
+    @Option(names = "--ignore-unreachable", description = "Drop hosts ssh cannot reach instead of failing.")
+    boolean ignoreUnreachable;
+
+    @Option(names = "--platform", paramLabel = "macos|linux", defaultValue = "macos",
+            description = "The hosts' operating system (default: ${DEFAULT-VALUE}); linux uses ip, sysfs and rdma.")
+    String platform;
+
+    @Option(names = "--verbose", description = "Print an INFO line for every step on stderr.")
+    boolean verbose;
+
+    @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help and exit.")
+    boolean help;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    /** Where the tool talks to hosts and the user; tests replace these. */
+    RemoteShell shell = new SshRemoteShell();
+    PrintStream out = System.out;
+    PrintStream err = System.err;
+    InputStream in = System.in;
+
+    /** argparse-style parsing: unambiguous prefixes of long options, and the last occurrence of an option wins. */
+    public static CommandLine configure(CommandLine config) {
+        return config.setAbbreviatedOptionsAllowed(true).setOverwrittenOptionsAllowed(true);
+    }
+
+    @Override
+    public Integer call() {
+        choice("--over", over, "thunderbolt", "ethernet");
+        if (backend != null) {
+            choice("--backend", backend, "ring", "jaccl", "jaccl-ring");
+        }
+        choice("--platform", platform, "macos", "linux");
+        List<ConfigHost> hostList;
+        try {
+            hostList = hostfile != null ? HostList.fromHostfile(hostfile) : HostList.fromHosts(hosts);
+        } catch (ConfigFailure f) {
+            throw new CommandLine.ParameterException(spec.commandLine(), f.getMessage());
+        }
+        HostPlatform hostPlatform = platform.equals("linux") ? new LinuxPlatform() : new MacOsPlatform();
+        ConfigOptions options = new ConfigOptions(hostList, over, backend, autoSetup, dot, output, envs,
+                ignoreUnreachable, hostPlatform);
+        String noColor = System.getenv("NO_COLOR");
+        ConsoleLog log = new ConsoleLog(err, verbose, noColor == null || noColor.isEmpty());
+        BufferedReader stdin = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
+        return new ClusterConfigurator(options, shell, log, out, stdin).run();
+    }
+
+    private void choice(String option, String value, String... allowed) {
+        if (!List.of(allowed).contains(value)) {
+            StringBuilder choices = new StringBuilder();
+            for (String a : allowed) {
+                choices.append(choices.isEmpty() ? "" : ", ").append('\'').append(a).append('\'');
+            }
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                    "argument " + option + ": invalid choice: '" + value + "' (choose from " + choices + ")");
+        }
+    }
+}
