@@ -1,0 +1,199 @@
+package dev.jdist.nccl;
+
+import dev.jdist.DistributedException;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.util.Optional;
+
+import static dev.jdist.nccl.CudaRuntime.bind;
+import static dev.jdist.nccl.CudaRuntime.call;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * libnccl bound with java.lang.foreign. Every {@code ncclResult_t} other than {@code ncclSuccess}
+ * becomes a {@link DistributedException} with NCCL's error string and, where the library has it,
+ * {@code ncclGetLastError}'s detail.
+ */
+final class NcclApi {
+
+    /** {@code NCCL_UNIQUE_ID_BYTES}. */
+    static final int UNIQUE_ID_BYTES = 128;
+    /** {@code ncclUniqueId}: {@code struct { char internal[128]; }}, passed by value to ncclCommInitRank. */
+    static final StructLayout UNIQUE_ID = MemoryLayout.structLayout(
+            MemoryLayout.sequenceLayout(UNIQUE_ID_BYTES, JAVA_BYTE).withName("internal"));
+
+    /** {@code ncclRedOp_t}. */
+    static final int SUM = 0;
+    static final int MAX = 2;
+    static final int MIN = 3;
+
+    private final String libraryName;
+    private final MethodHandle getUniqueId;      // (ncclUniqueId*)
+    private final MethodHandle commInitRank;     // (ncclComm_t*, int, ncclUniqueId, int)
+    private final MethodHandle commSplit;        // (comm, int, int, ncclComm_t*, ncclConfig_t*)
+    private final MethodHandle commUserRank;     // (comm, int*)
+    private final MethodHandle commCount;        // (comm, int*)
+    private final MethodHandle allReduce;        // (void*, void*, size_t, type, op, comm, stream)
+    private final MethodHandle allGather;        // (void*, void*, size_t, type, comm, stream)
+    private final MethodHandle reduceScatter;    // (void*, void*, size_t, type, op, comm, stream)
+    private final MethodHandle commDestroy;      // (comm)
+    private final MethodHandle commAbort;        // (comm)
+    private final MethodHandle getErrorString;   // const char* (ncclResult_t)
+    private final MethodHandle getLastError;     // const char* (comm), NCCL >= 2.13; null when absent
+    private final MethodHandle getVersion;       // (int*); null when absent
+
+    NcclApi(NativeLibraries.Opened lib) {
+        this.libraryName = lib.name();
+        SymbolLookup l = lib.lookup();
+        Linker linker = Linker.nativeLinker();
+        getUniqueId = bind(linker, lib, "ncclGetUniqueId", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        commInitRank = bind(linker, lib, "ncclCommInitRank",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, UNIQUE_ID, JAVA_INT));
+        commSplit = bind(linker, lib, "ncclCommSplit",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+        commUserRank = bind(linker, lib, "ncclCommUserRank", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        commCount = bind(linker, lib, "ncclCommCount", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        allReduce = bind(linker, lib, "ncclAllReduce",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+        allGather = bind(linker, lib, "ncclAllGather",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS));
+        reduceScatter = bind(linker, lib, "ncclReduceScatter",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+        commDestroy = bind(linker, lib, "ncclCommDestroy", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        commAbort = bind(linker, lib, "ncclCommAbort", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        getErrorString = bind(linker, lib, "ncclGetErrorString", FunctionDescriptor.of(ADDRESS, JAVA_INT));
+        getLastError = l.find("ncclGetLastError")
+                .map(a -> linker.downcallHandle(a, FunctionDescriptor.of(ADDRESS, ADDRESS))).orElse(null);
+        getVersion = l.find("ncclGetVersion")
+                .map(a -> linker.downcallHandle(a, FunctionDescriptor.of(JAVA_INT, ADDRESS))).orElse(null);
+    }
+
+    String libraryName() { return libraryName; }
+
+    /** NCCL's version code (e.g. 22703 for 2.27.3), when the library exports {@code ncclGetVersion}. */
+    Optional<Integer> version() {
+        if (getVersion == null) return Optional.empty();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(JAVA_INT);
+            return (int) call(getVersion, out) == 0 ? Optional.of(out.get(JAVA_INT, 0)) : Optional.empty();
+        }
+    }
+
+    byte[] getUniqueId() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment id = a.allocate(UNIQUE_ID);
+            check("ncclGetUniqueId", null, (int) call(getUniqueId, id));
+            return id.toArray(JAVA_BYTE);
+        }
+    }
+
+    /** {@code ncclCommInitRank}: blocking and collective over all {@code nranks}. */
+    MemorySegment commInitRank(int nranks, byte[] uniqueId, int rank) {
+        if (uniqueId.length != UNIQUE_ID_BYTES) {
+            throw new IllegalArgumentException("an NCCL unique id has " + UNIQUE_ID_BYTES + " bytes, got " + uniqueId.length);
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            MemorySegment id = a.allocate(UNIQUE_ID);
+            MemorySegment.copy(uniqueId, 0, id, JAVA_BYTE, 0, UNIQUE_ID_BYTES);
+            check("ncclCommInitRank(nranks=" + nranks + ", rank=" + rank + ")", null,
+                    (int) call(commInitRank, out, nranks, id, rank));
+            return out.get(ADDRESS, 0);
+        }
+    }
+
+    /**
+     * {@code ncclCommSplit} with a NULL config: the child inherits the parent's (blocking) configuration.
+     * Returns {@link MemorySegment#NULL} when NCCL gives this rank no communicator.
+     */
+    MemorySegment commSplit(MemorySegment comm, int color, int key) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            check("ncclCommSplit(color=" + color + ", key=" + key + ")", comm,
+                    (int) call(commSplit, comm, color, key, out, MemorySegment.NULL));
+            return out.get(ADDRESS, 0);
+        }
+    }
+
+    int commUserRank(MemorySegment comm) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(JAVA_INT);
+            check("ncclCommUserRank", comm, (int) call(commUserRank, comm, out));
+            return out.get(JAVA_INT, 0);
+        }
+    }
+
+    int commCount(MemorySegment comm) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(JAVA_INT);
+            check("ncclCommCount", comm, (int) call(commCount, comm, out));
+            return out.get(JAVA_INT, 0);
+        }
+    }
+
+    void allReduce(MemorySegment send, MemorySegment recv, long count, int type, int op, MemorySegment comm,
+                   MemorySegment stream) {
+        check("ncclAllReduce(count=" + count + ", type=" + type + ", op=" + op + ")", comm,
+                (int) call(allReduce, send, recv, count, type, op, comm, stream));
+    }
+
+    void allGather(MemorySegment send, MemorySegment recv, long sendCount, int type, MemorySegment comm,
+                   MemorySegment stream) {
+        check("ncclAllGather(sendcount=" + sendCount + ", type=" + type + ")", comm,
+                (int) call(allGather, send, recv, sendCount, type, comm, stream));
+    }
+
+    void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, int type, int op, MemorySegment comm,
+                       MemorySegment stream) {
+        check("ncclReduceScatter(recvcount=" + recvCount + ", type=" + type + ", op=" + op + ")", comm,
+                (int) call(reduceScatter, send, recv, recvCount, type, op, comm, stream));
+    }
+
+    void commDestroy(MemorySegment comm) {
+        check("ncclCommDestroy", null, (int) call(commDestroy, comm));
+    }
+
+    void commAbort(MemorySegment comm) {
+        check("ncclCommAbort", null, (int) call(commAbort, comm));
+    }
+
+    String errorString(int code) {
+        try {
+            MemorySegment s = (MemorySegment) getErrorString.invoke(code);
+            return s.equals(MemorySegment.NULL) ? "unknown NCCL error" : s.reinterpret(Long.MAX_VALUE).getString(0);
+        } catch (Throwable t) {
+            return "NCCL error " + code;
+        }
+    }
+
+    /** {@code ncclGetLastError(comm)}, or empty when the library lacks it or has nothing to say. */
+    Optional<String> lastError(MemorySegment comm) {
+        if (getLastError == null) return Optional.empty();
+        try {
+            MemorySegment s = (MemorySegment) getLastError.invoke(comm == null ? MemorySegment.NULL : comm);
+            if (s.equals(MemorySegment.NULL)) return Optional.empty();
+            String text = s.reinterpret(Long.MAX_VALUE).getString(0).strip();
+            return text.isEmpty() ? Optional.empty() : Optional.of(text);
+        } catch (Throwable t) {
+            return Optional.empty();
+        }
+    }
+
+    private void check(String what, MemorySegment comm, int code) {
+        if (code != 0) {
+            String detail = lastError(comm).map(s -> "; NCCL says: " + s).orElse("");
+            throw new DistributedException(what + " failed: " + errorString(code) + " (ncclResult " + code + ", "
+                    + libraryName + ")" + detail + "; set NCCL_DEBUG=WARN (or INFO) for NCCL's own log");
+        }
+    }
+}

@@ -1,0 +1,129 @@
+package dev.jdist.nccl;
+
+import dev.jdist.ConfigException;
+import dev.jdist.DistributedException;
+import dev.jdist.spi.Backend;
+import dev.jdist.spi.GroupImpl;
+
+import java.lang.foreign.MemorySegment;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The {@code nccl} backend (spec collectives.md §6): GPU collectives through libnccl and the CUDA
+ * runtime, both bound with java.lang.foreign and loaded only when this backend is asked for.
+ *
+ * <p>Environment: {@code NCCL_HOST_IP}, {@code NCCL_PORT}, {@code MLX_RANK}, {@code MLX_WORLD_SIZE}
+ * (all four, or the backend is not configured), {@code MLX_NCCL_TIMEOUT} (ms, default 300000),
+ * {@code CUDA_VISIBLE_DEVICES} (read by CUDA), {@code NCCL_*} (read by NCCL), and jdist's
+ * {@code JDIST_NCCL_LIBRARY} / {@code JDIST_CUDART_LIBRARY} to point at the libraries.
+ *
+ * <p>{@link #isAvailable()} is true when both libraries load and CUDA reports at least one device;
+ * otherwise {@link #unavailableReason()} says why. Neither throws.
+ */
+public final class NcclBackend implements Backend {
+
+    private static final List<String> LIBRARY_VARS =
+            List.of(NativeLibraries.NCCL_LIBRARY_ENV, NativeLibraries.CUDART_LIBRARY_ENV, "CUDA_HOME");
+
+    private final Map<String, String> env;
+    private volatile Optional<String> unavailable;
+
+    /** The backend ServiceLoader finds: libraries located with the process environment. */
+    public NcclBackend() {
+        this(System.getenv());
+    }
+
+    /** A backend that locates the libraries with {@code env} ({@code JDIST_NCCL_LIBRARY}, {@code JDIST_CUDART_LIBRARY}, {@code CUDA_HOME}). */
+    public NcclBackend(Map<String, String> env) {
+        this.env = Map.copyOf(env);
+    }
+
+    @Override
+    public String name() { return "nccl"; }
+
+    @Override
+    public boolean isAvailable() {
+        return unavailableReason().isEmpty();
+    }
+
+    /**
+     * Why this process cannot use NCCL (a library that does not load, a missing symbol, no CUDA device,
+     * a CUDA error), or empty when it can. Computed once; never throws.
+     */
+    public Optional<String> unavailableReason() {
+        Optional<String> r = unavailable;
+        if (r == null) {
+            r = probe(env);
+            unavailable = r;
+        }
+        return r;
+    }
+
+    private static Optional<String> probe(Map<String, String> libEnv) {
+        try {
+            NcclNatives n = NcclNatives.load(libEnv);
+            int devices = n.cuda().deviceCount();
+            if (devices < 1) {
+                return Optional.of("CUDA reports no device (CUDA_VISIBLE_DEVICES="
+                        + libEnv.getOrDefault("CUDA_VISIBLE_DEVICES", "unset") + ")");
+            }
+            return Optional.empty();
+        } catch (Throwable t) {
+            if (t instanceof VirtualMachineError vme && !(t instanceof StackOverflowError)) throw vme;
+            return Optional.of(t.getMessage() == null ? t.toString() : t.getMessage());
+        }
+    }
+
+    @Override
+    public Optional<GroupImpl> init(boolean strict, Map<String, String> initEnv) {
+        Optional<NcclConfig> maybe = NcclConfig.fromEnv(initEnv, strict);
+        if (maybe.isEmpty()) return Optional.empty();
+        NcclConfig cfg = maybe.get();
+
+        Map<String, String> libEnv = new HashMap<>();
+        for (String v : LIBRARY_VARS) {
+            String value = initEnv.containsKey(v) ? initEnv.get(v) : env.get(v);
+            if (value != null) libEnv.put(v, value);
+        }
+        libEnv.put("CUDA_VISIBLE_DEVICES", initEnv.getOrDefault("CUDA_VISIBLE_DEVICES",
+                env.getOrDefault("CUDA_VISIBLE_DEVICES", "unset")));
+        Optional<String> reason = probe(libEnv);
+        if (reason.isPresent()) {
+            if (!strict) return Optional.empty();
+            throw new ConfigException("the nccl backend is configured (MLX_RANK=" + cfg.rank() + ", MLX_WORLD_SIZE="
+                    + cfg.worldSize() + ") but cannot run here: " + reason.get());
+        }
+        NcclNatives n = NcclNatives.load(libEnv);
+        return Optional.of(connect(cfg, n));
+    }
+
+    /** Device selection (§6.2), the unique-id bootstrap (§6.3) and {@code ncclCommInitRank} (§6.4). */
+    static NcclGroup connect(NcclConfig cfg, NcclNatives n) {
+        String who = "nccl rank " + cfg.rank() + " of " + cfg.worldSize();
+        int devices = n.cuda().deviceCount();
+        int device = cfg.rank() % devices;
+        n.cuda().setDevice(device);
+        byte[] id = NcclBootstrap.exchange(cfg, () -> {
+            n.cuda().setDevice(device);
+            return n.nccl().getUniqueId();
+        });
+        n.cuda().setDevice(device);
+        MemorySegment comm;
+        try {
+            comm = n.nccl().commInitRank(cfg.worldSize(), id, cfg.rank());
+        } catch (DistributedException e) {
+            throw new DistributedException(who + " (cuda:" + device + "): " + e.getMessage(), e);
+        }
+        MemorySegment stream;
+        try {
+            stream = n.cuda().streamCreate();
+        } catch (RuntimeException e) {
+            n.nccl().commAbort(comm);
+            throw e;
+        }
+        return new NcclGroup(n, device, comm, stream);
+    }
+}

@@ -1,0 +1,407 @@
+package dev.jdist.nccl;
+
+import dev.jdist.Array;
+import dev.jdist.ConfigException;
+import dev.jdist.DType;
+import dev.jdist.Distributed;
+import dev.jdist.DistributedException;
+import dev.jdist.Group;
+import dev.jdist.NcclTestGroups;
+import dev.jdist.ReduceOp;
+import dev.jdist.UnsupportedCollectiveException;
+import dev.jdist.spi.GroupImpl;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.util.List;
+import java.util.Map;
+
+import static dev.jdist.nccl.NcclTestSupport.freePort;
+import static dev.jdist.nccl.NcclTestSupport.onRanks;
+import static dev.jdist.nccl.NcclTestSupport.rankEnv;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The nccl backend's whole call sequence — library discovery, device selection, the TCP bootstrap,
+ * ncclCommInitRank, staging, every op and dtype, split, device arrays, the error paths — against the
+ * stand-in libnccl/libcudart built from src/test/c. Ranks are threads of this JVM; the stub lets
+ * them meet in one communicator.
+ */
+@Timeout(120)
+class NcclStubIT {
+
+    static final DType[] SUPPORTED = {DType.INT8, DType.UINT8, DType.INT32, DType.UINT32, DType.INT64, DType.UINT64,
+        DType.FLOAT16, DType.FLOAT32, DType.FLOAT64, DType.BFLOAT16};
+
+    NcclStubLibraries stubs;
+    int cudaBaseline;
+    int ncclBaseline;
+
+    @BeforeEach
+    void stubs() throws Exception {
+        stubs = NcclStubLibraries.get();
+        stubs.reset();
+        cudaBaseline = stubs.cudaLive();
+        ncclBaseline = stubs.ncclLive();
+    }
+
+    @AfterEach
+    void noLeaks() {
+        stubs.reset();
+        Distributed.reset();
+        assertThat(stubs.ncclLive()).as("communicators left open").isEqualTo(ncclBaseline);
+        assertThat(stubs.cudaLive()).as("device allocations and streams left").isEqualTo(cudaBaseline);
+    }
+
+    /** Forms an {@code n}-rank nccl world (one thread per rank) and wraps each rank's group. */
+    List<Group> world(int n) throws Exception {
+        int port = freePort();
+        return onRanks(n, r -> {
+            GroupImpl impl = new NcclBackend(Map.of()).init(true, rankEnv(r, n, port, 20_000, stubs.env())).orElseThrow();
+            return NcclTestGroups.wrap(impl);
+        });
+    }
+
+    static void closeAll(List<Group> groups) {
+        groups.forEach(Group::close);
+    }
+
+    static double value(int rank, int i) {
+        return (rank + 1) + i;
+    }
+
+    static Array input(DType dt, int rank, int... shape) {
+        int e = 1;
+        for (int d : shape) e *= d;
+        double[] v = new double[e];
+        for (int i = 0; i < e; i++) v[i] = value(rank, i);
+        return Array.fromDoubles(dt, v, shape);
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = DType.class, names = {"INT8", "UINT8", "INT32", "UINT32", "INT64", "UINT64", "FLOAT16", "FLOAT32",
+        "FLOAT64", "BFLOAT16"})
+    void everyOpOnHostArraysIsStagedThroughNcclForEveryDtypeNcclSupports(DType dt) throws Exception {
+        int n = 3;
+        List<Group> groups = world(n);
+        try {
+            onRanks(n, r -> {
+                Group g = groups.get(r);
+                assertThat(g.rank()).isEqualTo(r);
+                assertThat(g.size()).isEqualTo(n);
+                assertThat(g.backend()).isEqualTo("nccl");
+                Array x = input(dt, r, 2, 3);
+                Array sum = g.allSum(x);
+                Array max = g.allMax(x);
+                Array min = g.allMin(x);
+                assertThat(sum.dtype()).isEqualTo(dt);
+                assertThat(sum.shape()).containsExactly(2, 3);
+                for (int i = 0; i < 6; i++) {
+                    assertThat(sum.getDouble(i)).as("sum[%d]", i).isEqualTo(6 + 3.0 * i);
+                    assertThat(max.getDouble(i)).as("max[%d]", i).isEqualTo(value(n - 1, i));
+                    assertThat(min.getDouble(i)).as("min[%d]", i).isEqualTo(value(0, i));
+                }
+                Array gathered = g.allGather(x);
+                assertThat(gathered.shape()).containsExactly(6, 3);
+                for (int q = 0; q < n; q++) {
+                    for (int i = 0; i < 6; i++) {
+                        assertThat(gathered.getDouble(q * 6 + i)).as("gather block %d [%d]", q, i).isEqualTo(value(q, i));
+                    }
+                }
+                Array scattered = g.sumScatter(input(dt, r, 6));
+                assertThat(scattered.shape()).containsExactly(2);
+                for (int i = 0; i < 2; i++) {
+                    assertThat(scattered.getDouble(i)).isEqualTo(6 + 3.0 * (2 * r + i));
+                }
+                // async variants go through the same staging, in issue order
+                Array asyncSum = g.allSumAsync(x).join();
+                assertThat(asyncSum.toDoubleArray()).containsExactly(sum.toDoubleArray());
+                return null;
+            });
+        } finally {
+            closeAll(groups);
+        }
+    }
+
+    @Test
+    void stagingBuffersGrowForLargerArraysAndEmptyArraysNeedNoCall() throws Exception {
+        int n = 2;
+        List<Group> groups = world(n);
+        try {
+            onRanks(n, r -> {
+                Group g = groups.get(r);
+                for (int e : new int[] {1, 10, 5000, 70_000, 3}) {
+                    Array s = g.allSum(Array.full(DType.FLOAT32, r + 1, e));
+                    assertThat(s.size()).isEqualTo(e);
+                    assertThat(s.getDouble(e - 1)).isEqualTo(3.0);
+                }
+                assertThat(g.allSum(Array.zeros(DType.FLOAT32, 0)).size()).isZero();
+                assertThat(g.allGather(Array.zeros(DType.INT32, 0, 4)).shape()).containsExactly(0, 4);
+                Array scalar = g.allGather(Array.full(DType.INT64, 7 + r));
+                assertThat(scalar.shape()).containsExactly(2);
+                assertThat(scalar.toLongArray()).containsExactly(7, 8);
+                return null;
+            });
+        } finally {
+            closeAll(groups);
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = DType.class, names = {"BOOL", "INT16", "UINT16", "COMPLEX64"})
+    void dtypesNcclLacksAreAnArgumentErrorForEveryOp(DType dt) throws Exception {
+        int n = 2;
+        List<Group> groups = world(n);
+        try {
+            onRanks(n, r -> {
+                Group g = groups.get(r);
+                Array x = Array.zeros(dt, 4);
+                for (Runnable op : List.<Runnable>of(() -> g.allSum(x), () -> g.allMax(x), () -> g.allMin(x),
+                        () -> g.allGather(x), () -> g.sumScatter(x))) {
+                    assertThatThrownBy(op::run).isInstanceOf(IllegalArgumentException.class)
+                            .hasMessageContaining(dt.mlxName()).hasMessageContaining("nccl");
+                }
+                NcclGroup ng = NcclGroup.of(g);
+                try (DeviceArray d = ng.allocate(dt, 4)) {
+                    assertThatThrownBy(() -> ng.allSum(d)).isInstanceOf(IllegalArgumentException.class)
+                            .hasMessageContaining(dt.mlxName());
+                    assertThatThrownBy(() -> ng.allGather(d)).isInstanceOf(IllegalArgumentException.class);
+                    assertThatThrownBy(() -> ng.sumScatter(d)).isInstanceOf(IllegalArgumentException.class);
+                }
+                // the group still works afterwards
+                assertThat(g.allSum(Array.ones(DType.FLOAT32, 2)).toFloatArray()).containsExactly(2f, 2f);
+                return null;
+            });
+        } finally {
+            closeAll(groups);
+        }
+    }
+
+    @Test
+    void sendAndRecvAreUnsupported() throws Exception {
+        List<Group> groups = world(2);
+        try {
+            Group g = groups.get(0);
+            assertThatThrownBy(() -> g.send(Array.ones(DType.FLOAT32, 2), 1))
+                    .isInstanceOf(UnsupportedCollectiveException.class).hasMessageContaining("nccl");
+            assertThatThrownBy(() -> g.recv(new int[] {2}, DType.FLOAT32, 1))
+                    .isInstanceOf(UnsupportedCollectiveException.class);
+        } finally {
+            closeAll(groups);
+        }
+    }
+
+    @Test
+    void splitGroupsByColourAndOrdersByKeyThroughNcclCommSplit() throws Exception {
+        int n = 4;
+        List<Group> groups = world(n);
+        try {
+            List<long[]> gathered = onRanks(n, r -> {
+                Group g = groups.get(r);
+                try (Group child = g.split(r % 2, 10 - r)) {     // higher parent rank, smaller key: order reversed
+                    assertThat(child.size()).isEqualTo(2);
+                    assertThat(child.backend()).isEqualTo("nccl");
+                    long[] members = child.allGather(Array.of((long) r)).toLongArray();
+                    // default key: parent order
+                    try (Group byRank = g.split(0)) {
+                        assertThat(byRank.size()).isEqualTo(4);
+                        assertThat(byRank.rank()).isEqualTo(r);
+                        assertThat(byRank.allSum(Array.of(1, 2)).toIntArray()).containsExactly(4, 8);
+                    }
+                    return members;
+                }
+            });
+            assertThat(gathered.get(0)).containsExactly(2, 0);
+            assertThat(gathered.get(2)).containsExactly(2, 0);
+            assertThat(gathered.get(1)).containsExactly(3, 1);
+            assertThat(gathered.get(3)).containsExactly(3, 1);
+            assertThat(stubs.lastSplitConfigNull()).as("split passes a NULL config (inherit the parent's)").isEqualTo(1);
+            assertThatThrownBy(() -> groups.get(0).split(-1)).isInstanceOf(IllegalArgumentException.class);
+        } finally {
+            closeAll(groups);
+        }
+    }
+
+    @Test
+    void deviceArraysRunCollectivesOnDevicePointersWithoutStaging() throws Exception {
+        int n = 2;
+        List<Group> groups = world(n);
+        try {
+            onRanks(n, r -> {
+                NcclGroup ng = NcclGroup.of(groups.get(r));
+                Array host = input(DType.FLOAT32, r, 4);
+                try (DeviceArray d = ng.toDevice(host);
+                     DeviceArray sum = ng.allSum(d);
+                     DeviceArray max = ng.allMax(d);
+                     DeviceArray min = ng.allMin(d);
+                     DeviceArray all = ng.allGather(d);
+                     DeviceArray part = ng.sumScatter(d)) {
+                    assertThat(d.device()).isEqualTo(0);
+                    assertThat(d.toHost().toFloatArray()).containsExactly(host.toFloatArray());
+                    assertThat(sum.toHost().toFloatArray()).containsExactly(3, 5, 7, 9);
+                    assertThat(max.toHost().toFloatArray()).containsExactly(2, 3, 4, 5);
+                    assertThat(min.toHost().toFloatArray()).containsExactly(1, 2, 3, 4);
+                    assertThat(all.shape()).containsExactly(8);
+                    assertThat(all.toHost().toFloatArray()).containsExactly(1, 2, 3, 4, 2, 3, 4, 5);
+                    assertThat(part.shape()).containsExactly(2);
+                    assertThat(part.toHost().toFloatArray()).containsExactly(r == 0 ? new float[] {3, 5} : new float[] {7, 9});
+                    ng.allReduce(d, d, ReduceOp.SUM);                       // in place
+                    assertThat(d.toHost().toFloatArray()).containsExactly(3, 5, 7, 9);
+                    Array back = Array.zeros(DType.FLOAT32, 2, 2);
+                    sum.copyTo(back);
+                    assertThat(back.toFloatArray()).containsExactly(3, 5, 7, 9);
+                    assertThatThrownBy(() -> ng.allReduce(d, all, ReduceOp.SUM)).isInstanceOf(IllegalArgumentException.class);
+                    assertThatThrownBy(() -> ng.sumScatter(ng.toDevice(Array.zeros(DType.FLOAT32, 3))))
+                            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("[3]");
+                    assertThatThrownBy(() -> d.copyFrom(Array.zeros(DType.INT32, 4)))
+                            .isInstanceOf(IllegalArgumentException.class);
+                }
+                DeviceArray closed = ng.allocate(DType.INT32, 2);
+                closed.close();
+                closed.close();
+                assertThatThrownBy(() -> ng.allSum(closed)).isInstanceOf(IllegalStateException.class);
+                return null;
+            });
+            System.gc(); // the sumScatter input above was never closed; the cleaner frees it
+            for (int i = 0; i < 50 && stubs.cudaLive() > cudaBaseline + 2 * 4; i++) Thread.sleep(20);
+        } finally {
+            closeAll(groups);
+        }
+        for (int i = 0; i < 100 && stubs.cudaLive() != cudaBaseline; i++) {
+            System.gc();
+            Thread.sleep(20);
+        }
+    }
+
+    @Test
+    void ranksPickDeviceRankModDeviceCount() throws Exception {
+        stubs.setDevices(2);
+        List<Group> groups = world(3);
+        try {
+            for (int r = 0; r < 3; r++) assertThat(NcclGroup.of(groups.get(r)).device()).isEqualTo(r % 2);
+            onRanks(3, r -> groups.get(r).allSum(Array.of(1f)));
+        } finally {
+            closeAll(groups);
+        }
+    }
+
+    @Test
+    void distributedInitFindsTheBackendThroughServiceLoaderAndAOneRankGroupStillCallsNcclOnDeviceArrays() throws Exception {
+        Map<String, String> env = rankEnv(0, 1, freePort(), 5_000, stubs.env());
+        Group g = Distributed.init(true, "nccl", env);
+        assertThat(g.backend()).isEqualTo("nccl");
+        assertThat(g.size()).isEqualTo(1);
+        Array x = Array.of(1f, 2f);
+        assertThat(g.allSum(x)).isSameAs(x);                          // §2.5: 1-rank groups return their input
+        NcclGroup ng = NcclGroup.of(g);
+        try (DeviceArray d = ng.toDevice(x); DeviceArray s = ng.allSum(d); DeviceArray all = ng.allGather(d)) {
+            assertThat(s.toHost().toFloatArray()).containsExactly(1f, 2f);
+            assertThat(all.shape()).containsExactly(2);
+        }
+        assertThatThrownBy(() -> NcclGroup.of(Distributed.init(false, "ring", Map.of())))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not an nccl group");
+    }
+
+    // ------------------------------------------------------------------ error paths
+
+    Group oneRank() throws Exception {
+        return world(1).get(0);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter"})
+    void ncclFailuresBecomeExceptionsCarryingNcclsErrorStringAndTheCommunicatorIsAborted(String fn) throws Exception {
+        Group g = oneRank();
+        NcclGroup ng = NcclGroup.of(g);
+        Array x = Array.of(1f, 2f);
+        try (DeviceArray d = ng.toDevice(x)) {
+            stubs.failNccl(fn);
+            Runnable op = switch (fn) {
+                case "ncclAllReduce" -> () -> ng.allSum(d).close();
+                case "ncclAllGather" -> () -> ng.allGather(d).close();
+                default -> () -> ng.sumScatter(d).close();
+            };
+            assertThatThrownBy(op::run).isInstanceOf(DistributedException.class)
+                    .hasMessageContaining(fn).hasMessageContaining("invalid usage")
+                    .hasMessageContaining("injected failure in " + fn).hasMessageContaining("rank 0 of 1");
+            // host arrays (staged) report the same way
+            Array out = Array.zerosLike(x);
+            assertThatThrownBy(() -> {
+                switch (fn) {
+                    case "ncclAllReduce" -> ng.allReduce(x, out, ReduceOp.MAX);
+                    case "ncclAllGather" -> ng.allGather(x, out);
+                    default -> ng.sumScatter(x, out);
+                }
+            }).isInstanceOf(DistributedException.class).hasMessageContaining("invalid usage");
+        } finally {
+            g.close();                                   // aborts: ncclCommDestroy is not called
+        }
+    }
+
+    @Test
+    void cudaFailuresCarryCudasErrorString() throws Exception {
+        Group g = oneRank();
+        NcclGroup ng = NcclGroup.of(g);
+        try {
+            stubs.failCuda("cudaMalloc");
+            assertThatThrownBy(() -> ng.toDevice(Array.of(1f))).isInstanceOf(DistributedException.class)
+                    .hasMessageContaining("cudaMalloc").hasMessageContaining("out of memory");
+            stubs.failCuda("cudaMemcpyAsync");
+            assertThatThrownBy(() -> ng.allReduce(Array.of(1f), Array.of(0f), ReduceOp.SUM))
+                    .isInstanceOf(DistributedException.class)
+                    .hasMessageContaining("cudaMemcpyAsync").hasMessageContaining("invalid argument");
+            stubs.failCuda("cudaStreamSynchronize");
+            assertThatThrownBy(() -> ng.allReduce(Array.of(1f), Array.of(0f), ReduceOp.SUM))
+                    .isInstanceOf(DistributedException.class).hasMessageContaining("cudaStreamSynchronize");
+            stubs.failCuda("");
+            Array out = Array.of(0f);
+            ng.allReduce(Array.of(5f), out, ReduceOp.SUM);
+            assertThat(out.toFloatArray()).containsExactly(5f);
+        } finally {
+            g.close();
+        }
+    }
+
+    @Test
+    void initFailuresAreExceptionsNamingTheRankNeverAnExit() throws Exception {
+        stubs.failNccl("ncclCommInitRank");
+        Map<String, String> env = rankEnv(0, 1, freePort(), 5_000, stubs.env());
+        assertThatThrownBy(() -> new NcclBackend(Map.of()).init(false, env))
+                .isInstanceOf(DistributedException.class)
+                .hasMessageContaining("nccl rank 0 of 1").hasMessageContaining("ncclCommInitRank")
+                .hasMessageContaining("invalid usage");
+        stubs.failNccl("ncclGetUniqueId");
+        Map<String, String> env2 = rankEnv(0, 1, freePort(), 5_000, stubs.env());
+        assertThatThrownBy(() -> new NcclBackend(Map.of()).init(true, env2))
+                .isInstanceOf(DistributedException.class).hasMessageContaining("ncclGetUniqueId");
+        stubs.failNccl("ncclCommSplit");
+        Group g = oneRank();
+        try {
+            assertThatThrownBy(() -> g.split(0)).isInstanceOf(DistributedException.class)
+                    .hasMessageContaining("ncclCommSplit");
+        } finally {
+            stubs.failNccl("");
+            g.close();
+        }
+    }
+
+    @Test
+    void noDeviceMeansUnavailableWithCudasReasonAndNonStrictInitGivesNothing() throws Exception {
+        stubs.failCuda("cudaGetDeviceCount");
+        NcclBackend b = new NcclBackend(stubs.env());
+        assertThat(b.isAvailable()).isFalse();
+        assertThat(b.unavailableReason()).get().asString().contains("no CUDA-capable device");
+        Map<String, String> env = rankEnv(0, 1, freePort(), 5_000, stubs.env());
+        assertThat(new NcclBackend(Map.of()).init(false, env)).isEmpty();
+        assertThatThrownBy(() -> new NcclBackend(Map.of()).init(true, env)).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("no CUDA-capable device").hasMessageContaining("MLX_RANK=0");
+        stubs.failCuda("");
+        assertThat(new NcclBackend(stubs.env()).isAvailable()).isTrue();
+    }
+}

@@ -1,0 +1,144 @@
+package dev.jdist.nccl;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+/**
+ * Builds the stand-in libcudart and libnccl from src/test/c with gcc (once per JVM) and exposes
+ * their test controls. Point the backend at them with {@link #env()}.
+ */
+final class NcclStubLibraries {
+
+    private static NcclStubLibraries instance;
+
+    final Path cudart;
+    final Path nccl;
+    private final MethodHandle cudaFail;
+    private final MethodHandle ncclFail;
+    private final MethodHandle setDevices;
+    private final MethodHandle cudaLive;
+    private final MethodHandle ncclLive;
+    private final MethodHandle splitConfigNull;
+
+    private NcclStubLibraries(Path cudart, Path nccl) {
+        this.cudart = cudart;
+        this.nccl = nccl;
+        Linker linker = Linker.nativeLinker();
+        SymbolLookup c = SymbolLookup.libraryLookup(cudart, Arena.global());
+        SymbolLookup n = SymbolLookup.libraryLookup(nccl, Arena.global());
+        cudaFail = linker.downcallHandle(c.find("jdist_stub_cuda_fail").orElseThrow(), FunctionDescriptor.ofVoid(ADDRESS));
+        setDevices = linker.downcallHandle(c.find("jdist_stub_set_devices").orElseThrow(), FunctionDescriptor.ofVoid(JAVA_INT));
+        cudaLive = linker.downcallHandle(c.find("jdist_stub_cuda_live").orElseThrow(), FunctionDescriptor.of(JAVA_INT));
+        ncclFail = linker.downcallHandle(n.find("jdist_stub_nccl_fail").orElseThrow(), FunctionDescriptor.ofVoid(ADDRESS));
+        ncclLive = linker.downcallHandle(n.find("jdist_stub_nccl_live").orElseThrow(), FunctionDescriptor.of(JAVA_INT));
+        splitConfigNull = linker.downcallHandle(n.find("jdist_stub_nccl_last_split_config_null").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT));
+    }
+
+    /** The stubs, built on first use; skips (or fails under CI=true) when gcc is missing. */
+    static synchronized NcclStubLibraries get() throws IOException, InterruptedException {
+        if (instance != null) return instance;
+        RequiredTool.require(gccWorks(), "gcc (with libc6-dev)");
+        Path src = Path.of("src/test/c").toAbsolutePath();
+        Path target = Path.of("target").toAbsolutePath();
+        Files.createDirectories(target);
+        Path dir = Files.createTempDirectory(target, "nccl-stub-");
+        Path cudart = dir.resolve("libjdist_stub_cudart.so");
+        Path nccl = dir.resolve("libjdist_stub_nccl.so");
+        gcc(List.of("gcc", "-O1", "-Wall", "-shared", "-fPIC", "-Wl,-soname,libjdist_stub_cudart.so", "-o",
+                cudart.toString(), src.resolve("cudart_stub.c").toString(), "-lpthread"));
+        gcc(List.of("gcc", "-O1", "-Wall", "-shared", "-fPIC", "-o", nccl.toString(),
+                src.resolve("nccl_stub.c").toString(), "-L" + dir, "-l:libjdist_stub_cudart.so",
+                "-Wl,-rpath," + dir, "-lpthread"));
+        instance = new NcclStubLibraries(cudart, nccl);
+        return instance;
+    }
+
+    private static boolean gccWorks() {
+        try {
+            Process p = new ProcessBuilder("gcc", "--version").redirectErrorStream(true).start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0;
+        } catch (IOException | InterruptedException e) {
+            return false;
+        }
+    }
+
+    private static void gcc(List<String> cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(120, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new IOException("gcc timed out: " + cmd);
+        }
+        if (p.exitValue() != 0) throw new IOException("gcc failed (" + p.exitValue() + "): " + cmd + "\n" + out);
+    }
+
+    /** The library-path variables that point the backend at the stubs. */
+    Map<String, String> env() {
+        Map<String, String> env = new HashMap<>();
+        env.put(NativeLibraries.NCCL_LIBRARY_ENV, nccl.toString());
+        env.put(NativeLibraries.CUDART_LIBRARY_ENV, cudart.toString());
+        return env;
+    }
+
+    /** Makes the named CUDA function fail from now on ("" for none). */
+    void failCuda(String function) { withString(cudaFail, function); }
+
+    /** Makes the named NCCL function fail from now on ("" for none). */
+    void failNccl(String function) { withString(ncclFail, function); }
+
+    void setDevices(int n) {
+        try {
+            setDevices.invoke(n);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** Stub allocations and streams alive. */
+    int cudaLive() { return callInt(cudaLive); }
+
+    /** Stub communicators alive. */
+    int ncclLive() { return callInt(ncclLive); }
+
+    /** 1 when the last ncclCommSplit got a NULL config, 0 when not, -1 before any split. */
+    int lastSplitConfigNull() { return callInt(splitConfigNull); }
+
+    void reset() {
+        failCuda("");
+        failNccl("");
+        setDevices(1);
+    }
+
+    private static int callInt(MethodHandle h) {
+        try {
+            return (int) h.invoke();
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    private static void withString(MethodHandle h, String s) {
+        try (Arena a = Arena.ofConfined()) {
+            h.invoke(a.allocateFrom(s));
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+}
