@@ -259,27 +259,26 @@ public final class Gradients {
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
-    /** {@code x / n} in a new array of {@link #quotientType}; half-precision dtypes divide in float32 and round once. */
+    /**
+     * {@code x / n} in a new array of {@link #quotientType}: integers and bool are first converted to
+     * float32 (as MLX does); float16 and bfloat16 divide in float32 and round once.
+     */
     static Array divide(Array x, int n) {
-        DType q = quotientType(x.dtype());
-        Array out = Array.zeros(q, x.shape());
+        if (quotientType(x.dtype()) != x.dtype()) x = x.astype(DType.FLOAT32);
+        Array out = Array.zeros(x.dtype(), x.shape());
         MemorySegment src = x.segment();
         MemorySegment dst = out.segment();
         switch (x.dtype()) {
-            case FLOAT32 -> {
+            case FLOAT32, COMPLEX64 -> {
                 float d = n;
-                for (long i = 0, e = x.size(); i < e; i++) dst.set(F32, i * 4, src.get(F32, i * 4) / d);
+                for (long i = 0, e = x.nbytes() / 4; i < e; i++) dst.set(F32, i * 4, src.get(F32, i * 4) / d);
             }
             case FLOAT64 -> {
                 double d = n;
                 for (long i = 0, e = x.size(); i < e; i++) dst.set(F64, i * 8, src.get(F64, i * 8) / d);
             }
-            case COMPLEX64 -> {
-                float d = n;
-                for (long i = 0, e = 2 * x.size(); i < e; i++) dst.set(F32, i * 4, src.get(F32, i * 4) / d);
-            }
             default -> {
-                // float16/bfloat16: the float32 quotient is rounded once by setDouble; integers/bool: float32 result
+                // float16, bfloat16: the float32 quotient is rounded to the dtype once (round to nearest even)
                 float d = n;
                 for (long i = 0, e = x.size(); i < e; i++) out.setDouble(i, (float) x.getDouble(i) / d);
             }
@@ -287,12 +286,9 @@ public final class Gradients {
         return out;
     }
 
-    /** Element-wise conversion to {@code to} (complex → real keeps the real part; real → complex has imaginary 0). */
+    /** Element-wise conversion ({@link Array#astype}); {@code x} itself when it already has that dtype. */
     static Array convert(Array x, DType to) {
-        if (x.dtype() == to) return x;
-        Array out = Array.zeros(to, x.shape());
-        for (long i = 0, e = x.size(); i < e; i++) out.setDouble(i, x.getDouble(i));
-        return out;
+        return x.dtype() == to ? x : x.astype(to);
     }
 
     private static void requireFloating(Array a) {
