@@ -1,0 +1,26 @@
+package dev.jdist.launch;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/** The {@code --hosts} / {@code -n} host list: comma-separated pieces, each repeated n times consecutively. */
+public final class HostList {
+    private HostList() {
+    }
+
+    public static List<HostEntry> parse(String hosts, int repeat) {
+        List<HostEntry> out = new ArrayList<>();
+        // split with limit -1 keeps trailing empty pieces, so "a," is an error like in MLX
+        for (String h : hosts.split(",", -1)) {
+            if (h.isEmpty()) {
+                throw new UsageException("Hostname cannot be empty in --hosts '" + hosts
+                        + "'; write host names or IPs separated by single commas, e.g. --hosts 10.0.0.1,10.0.0.2");
+            }
+            HostEntry e = new HostEntry(h, IpLiteral.isIp(h) ? List.of(h) : List.of(), List.of());
+            for (int i = 0; i < repeat; i++) {
+                out.add(e);
+            }
+        }
+        return out;
+    }
+}

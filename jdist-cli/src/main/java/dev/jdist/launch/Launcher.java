@@ -1,0 +1,262 @@
+package dev.jdist.launch;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/** {@code jdist launch} from arguments to exit status, in the order of launcher.md §1.5. */
+public final class Launcher {
+
+    private final PrintStream out;
+    private final PrintStream err;
+    private final InputStream in;
+    private final Map<String, String> env;
+    private final boolean handleSignals;
+
+    /**
+     * @param handleSignals install SIGINT/SIGTERM/SIGHUP handlers and a shutdown hook (only in the CLI process,
+     *                      never in a test JVM)
+     */
+    public Launcher(PrintStream out, PrintStream err, InputStream in, Map<String, String> env, boolean handleSignals) {
+        this.out = out;
+        this.err = err;
+        this.in = in;
+        this.env = env;
+        this.handleSignals = handleSignals;
+    }
+
+    public int run(List<String> args) {
+        try {
+            return launch(args);
+        } catch (UsageException e) {
+            err.println(LaunchArguments.USAGE);
+            err.println("jdist launch: error: " + e.getMessage());
+            err.flush();
+            return 2;
+        } catch (LaunchFailure e) {
+            new LaunchLog(err, false).error(e.getMessage());
+            return e.exitStatus();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return 130;
+        }
+    }
+
+    private int launch(List<String> args) throws InterruptedException {
+        LaunchArguments.Parsed p = LaunchArguments.parse(args);
+        LaunchOptions o = p.options();
+        if (p.help()) {
+            LaunchArguments.printHelp(out);
+            out.flush();
+            return 0;
+        }
+        if (o.printJava || o.printPython) {
+            if (o.printJava) {
+                out.println(CommandResolver.javaPath(o.java));
+            }
+            if (o.printPython) {
+                String py = o.python;
+                if (py == null) {
+                    Optional<Path> found = Executables.onPath("python3").or(() -> Executables.onPath("python"));
+                    if (found.isEmpty()) {
+                        out.flush();
+                        throw new LaunchFailure("no python3 or python on PATH; install Python or pass --python PATH", 1);
+                    }
+                    py = found.get().toString();
+                }
+                out.println(py);
+            }
+            out.flush();
+            return 0;
+        }
+        List<String> command = p.command();
+        List<String> argv = CommandResolver.resolve(command, o.python, o.java, o.classPath, o.javaOpt,
+                CommandResolver.jdistClassPath());
+
+        List<HostEntry> hosts;
+        String hostfileBackend = "";
+        List<String> hostfileEnvs = List.of();
+        if (o.hostfile != null) {
+            Hostfile hf = Hostfile.read(o.hostfile);
+            hosts = hf.hosts();
+            hostfileBackend = hf.backend();
+            hostfileEnvs = hf.envs();
+        } else {
+            hosts = HostList.parse(o.hosts, p.repeat());
+        }
+        String backend = selectBackend(o.backend, hostfileBackend);
+        EnvironmentPlan.checkBackend(backend);
+
+        LaunchLog log = new LaunchLog(err, o.verbose);
+        TerminalSize term = TerminalSize.detect(env);
+        String token = o.mlxCompatible || backend.equals("mpi") ? null : newJobToken();
+        EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, hosts, hostfileEnvs, o.env,
+                term.columns(), term.lines(), o.verbose, p.repeat(), p.connectionsPerIp(), p.startingPort(), p.ncclPort(), token);
+
+        if (backend.equals("mpi")) {
+            return runMpi(inputs, o, argv, log);
+        }
+        EnvironmentPlan.Result plan = EnvironmentPlan.plan(inputs);
+        plan.warnings().forEach(log::warn);
+        log.info("Running " + ShellQuote.join(argv));
+
+        String cwd = o.cwd != null ? o.cwd : System.getProperty("user.dir");
+        List<JobSupervisor.RankStart> starts = new ArrayList<>();
+        for (RankPlan rp : plan.ranks()) {
+            String boot = Bootstrap.script(rp, argv, cwd, o.cwd != null, !rp.host().isLocal());
+            starts.add(new JobSupervisor.RankStart(rp.rank(), rp.host(), boot,
+                    rp.dropInheritedHostfile() ? List.of("MLX_HOSTFILE") : List.of()));
+        }
+        if (o.dryRun) {
+            printDryRun(plan, argv, cwd, o.cwd != null);
+            return 0;
+        }
+        OutputSink sink;
+        try {
+            sink = new OutputSink(out, err, o.tagOutput, o.timestampOutput, o.outputDir == null ? null : Path.of(o.outputDir));
+        } catch (IOException e) {
+            throw new UsageException("--output-dir " + o.outputDir + ": cannot create it (" + e.getMessage() + ")");
+        }
+        String ssh = Executables.onPath("ssh").map(Path::toString).orElse("ssh");
+        JobSupervisor supervisor = new JobSupervisor(log, sink, ssh, in, p.timeoutSeconds());
+        if (handleSignals) {
+            installSignals(supervisor::signal);
+            Runtime.getRuntime().addShutdownHook(new Thread(supervisor::emergencyStop, "jdist-launch-stop"));
+        }
+        return supervisor.run(starts);
+    }
+
+    private String selectBackend(String option, String hostfileBackend) {
+        if (option != null) {
+            return option;
+        }
+        if (hostfileBackend != null && !hostfileBackend.isEmpty()) {
+            return hostfileBackend;
+        }
+        String pinned = env.get("JDIST_LAUNCH_BACKEND");
+        if (pinned != null && !pinned.isEmpty()) {
+            return pinned;
+        }
+        try {
+            if (dev.jdist.Distributed.isAvailable("nccl")) {
+                return "nccl";
+            }
+        } catch (RuntimeException | LinkageError ignored) {
+            // no usable nccl backend
+        }
+        return "ring";
+    }
+
+    private static String newJobToken() {
+        byte[] b = new byte[16];
+        new SecureRandom().nextBytes(b);
+        return HexFormat.of().formatHex(b);
+    }
+
+    private void printDryRun(EnvironmentPlan.Result plan, List<String> argv, String cwd, boolean cwdGiven) {
+        out.println("# dry run: nothing is started");
+        for (RankPlan rp : plan.ranks()) {
+            HostEntry h = rp.host();
+            out.println("rank " + rp.rank() + " on " + h.ssh() + (h.isLocal() ? " (local)" : " (ssh)"));
+            out.println("  cwd: " + cwd + (cwdGiven ? "" : " (if it exists there)"));
+            out.println("  command: " + ShellQuote.join(argv));
+            for (var e : EnvironmentPlan.describe(rp).entrySet()) {
+                out.println("  env: " + e.getKey() + "=" + e.getValue());
+            }
+        }
+        out.flush();
+    }
+
+    private int runMpi(EnvironmentPlan.Inputs inputs, LaunchOptions o, List<String> argv, LaunchLog log) throws InterruptedException {
+        Path mpirun = Executables.onPath("mpirun").orElseThrow(() -> new LaunchFailure(
+                "mpirun not found on PATH (" + System.getenv("PATH") + "); install Open MPI or put its bin directory on PATH", 1));
+        List<EnvEntry> entries = new ArrayList<>(MpiLaunch.discover(mpirun));
+        entries.addAll(EnvironmentPlan.commonEntries(inputs, false, new ArrayList<>()));
+        List<String> words = MpiLaunch.mpiArgWords(o.mpiArg);
+        boolean ompi4 = MpiLaunch.isOpenMpi4(Executables.output(List.of(mpirun.toString(), "--version"), 10).orElse(""));
+        Path hostfile;
+        try {
+            hostfile = Files.createTempFile("jdist-mpi-hosts-", ".txt");
+            Files.writeString(hostfile, MpiLaunch.hostfile(inputs.hosts()));
+        } catch (IOException e) {
+            throw new LaunchFailure("cannot write the temporary MPI hostfile: " + e.getMessage(), 1);
+        }
+        try {
+            List<String> cmd = MpiLaunch.argv(mpirun.toString(), ompi4, hostfile.toString(), o.cwd, entries, words, argv);
+            log.info("Using '" + mpirun + "'");
+            log.info("Running " + String.join(" ", cmd));
+            if (o.dryRun) {
+                out.println("# dry run: nothing is started");
+                out.println("mpirun: " + ShellQuote.join(cmd));
+                out.print("hostfile " + hostfile + ":\n" + MpiLaunch.hostfile(inputs.hosts()));
+                out.flush();
+                return 0;
+            }
+            Process proc;
+            try {
+                proc = new ProcessBuilder(cmd).inheritIO().start();
+            } catch (IOException e) {
+                throw new LaunchFailure("cannot start " + mpirun + ": " + e.getMessage(), 1);
+            }
+            int[] signal = {0};
+            if (handleSignals) {
+                installSignals(sig -> {
+                    synchronized (signal) {
+                        if (signal[0] == 0) {
+                            signal[0] = sig;
+                        }
+                    }
+                    String name = sig == 2 ? "INT" : sig == 15 ? "TERM" : "HUP";
+                    Executables.output(List.of("kill", "-s", name, Long.toString(proc.pid())), 5);
+                });
+                Runtime.getRuntime().addShutdownHook(new Thread(proc::destroyForcibly, "jdist-mpirun-stop"));
+            }
+            while (!proc.waitFor(200, TimeUnit.MILLISECONDS)) {
+                synchronized (signal) {
+                    if (signal[0] != 0) {
+                        break;
+                    }
+                }
+            }
+            int sig;
+            synchronized (signal) {
+                sig = signal[0];
+            }
+            if (sig != 0) {
+                if (!proc.waitFor(10, TimeUnit.SECONDS)) {
+                    proc.destroyForcibly();
+                    proc.waitFor(5, TimeUnit.SECONDS);
+                }
+                return 128 + sig;
+            }
+            return proc.exitValue();
+        } finally {
+            try {
+                Files.deleteIfExists(hostfile);
+            } catch (IOException ignored) {
+                // best effort
+            }
+        }
+    }
+
+    /** Routes SIGINT (2), SIGTERM (15) and SIGHUP (1) to {@code handler} instead of ending the JVM. */
+    @SuppressWarnings("restriction")
+    private static void installSignals(java.util.function.IntConsumer handler) {
+        for (var s : List.of(Map.entry("INT", 2), Map.entry("TERM", 15), Map.entry("HUP", 1))) {
+            try {
+                sun.misc.Signal.handle(new sun.misc.Signal(s.getKey()), sig -> handler.accept(s.getValue()));
+            } catch (IllegalArgumentException | UnsupportedOperationException ignored) {
+                // signal not available here (e.g. -Xrs): the shutdown hook still stops the ranks
+            }
+        }
+    }
+}
