@@ -1,0 +1,70 @@
+package dev.jdist.launch;
+
+import dev.jdist.testing.CommandResult;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/** launcher.md §6.2: the bootstrap runs unchanged under POSIX shells and passes everything verbatim. */
+class BootstrapTest {
+
+    @ParameterizedTest
+    @ValueSource(strings = {"/bin/sh", "/bin/dash", "/bin/bash", "/usr/bin/zsh"})
+    void bootstrapUnderEachShell(String shell, @TempDir Path dir) throws Exception {
+        assumeTrue(Files.isExecutable(Path.of(shell)), shell + " not installed");
+        RankPlan plan = new RankPlan(2, HostList.parse("127.0.0.1", 1).get(0),
+                List.of(new EnvEntry("A", "$HOME x"), new EnvEntry("B", "it's \"q\" \\n `x`"), new EnvEntry("1X", "skip")),
+                List.of(new RankPlan.FileVar("MLX_HOSTFILE", "[[\"a\\\\b\", null]]")), false);
+        Path out = dir.resolve("out");
+        String boot = Bootstrap.script(plan, List.of("/bin/sh", "-c",
+                "printf '%s|%s|%s|%s|' \"$A\" \"$B\" \"$MLX_RANK\" \"$(pwd)\"; cat \"$MLX_HOSTFILE\"; printf '%s\\n' \"$1\"", "sh",
+                "a b*'c"), dir.toString(), true, false);
+        CommandResult r = CommandResult.run(Duration.ofSeconds(20), null, Map.of(), null, List.of(shell, "-c", boot));
+        assertThat(r.exitCode()).as(r.toString()).isZero();
+        String[] lines = r.stdout().split("\n");
+        assertThat(lines[0]).startsWith(Bootstrap.HANDSHAKE);
+        Path pidFile = Path.of(lines[0].substring(Bootstrap.HANDSHAKE.length()));
+        assertThat(Files.readString(pidFile).trim()).matches("[0-9]+");
+        Files.deleteIfExists(pidFile);
+        assertThat(lines[1]).isEqualTo("$HOME x|it's \"q\" \\n `x`|2|" + dir + "|[[\"a\\\\b\", null]]");
+        assertThat(lines[2]).isEqualTo("a b*'c");
+    }
+
+    @Test
+    void missingCwdIsReportedAndTheRankStillRuns() {
+        RankPlan plan = new RankPlan(0, HostList.parse("127.0.0.1", 1).get(0), List.of(), List.of(), true);
+        String boot = Bootstrap.script(plan, List.of("/bin/echo", "ran"), "/no/such/dir", true, false);
+        CommandResult r = CommandResult.run(Duration.ofSeconds(20), null, Map.of("MLX_HOSTFILE", "/x"), null,
+                List.of("/bin/sh", "-c", boot + ""));
+        assertThat(r.stderr()).contains("Failed to change directory to /no/such/dir");
+        assertThat(r.stdout()).contains("ran");
+        String silent = Bootstrap.script(plan, List.of("/bin/sh", "-c", "echo ${MLX_HOSTFILE:-unset}"), "/no/such/dir", false, false);
+        CommandResult r2 = CommandResult.run(Duration.ofSeconds(20), null, Map.of("MLX_HOSTFILE", "/x"), null,
+                List.of("/bin/sh", "-c", silent));
+        assertThat(r2.stderr()).isEmpty();
+        assertThat(r2.stdout()).contains("unset");
+    }
+
+    @Test
+    void killScriptKillsTheProcessAndItsGroup(@TempDir Path dir) throws Exception {
+        Process p = new ProcessBuilder("setsid", "sh", "-c", "sleep 60 & sleep 60").start();
+        Path pf = dir.resolve("pid");
+        Files.writeString(pf, p.pid() + "\n");
+        CommandResult r = CommandResult.run(Duration.ofSeconds(30), "/bin/sh", "-c", Bootstrap.killScript(pf.toString(), 1));
+        assertThat(r.stdout().trim()).isEqualTo("1");
+        assertThat(p.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        assertThat(Files.exists(pf)).isFalse();
+        CommandResult again = CommandResult.run(Duration.ofSeconds(30), "/bin/dash", "-c", Bootstrap.killScript(pf.toString(), 1));
+        assertThat(again.stdout().trim()).isEqualTo("0");
+    }
+}

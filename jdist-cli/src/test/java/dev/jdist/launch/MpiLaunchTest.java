@@ -1,0 +1,58 @@
+package dev.jdist.launch;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** launcher.md §5.5. */
+class MpiLaunchTest {
+
+    @Test
+    void hostfileSlots() {
+        assertThat(MpiLaunch.hostfile(HostList.parse("a,b", 2))).isEqualTo("a slots=2\nb slots=2\n");
+        assertThat(MpiLaunch.hostfile(HostList.parse("hostA,hostB,hostA,hostC,hostB", 1)))
+                .isEqualTo("hostA slots=2\nhostB slots=2\nhostC slots=1\n");
+        assertThat(MpiLaunch.hostfile(HostList.parse("127.0.0.1", 1))).isEqualTo("127.0.0.1 slots=1\n");
+    }
+
+    @Test
+    void argvOpenMpi5() {
+        List<String> a = MpiLaunch.argv("/usr/bin/mpirun", false, "/tmp/h", "/work",
+                List.of(new EnvEntry("A", "1"), new EnvEntry("1X", "2")), List.of("--mca", "btl_tcp_if_include", "en0"),
+                List.of("python3", "x.py"));
+        assertThat(a).containsExactly("/usr/bin/mpirun", "--output", ":raw", "--hostfile", "/tmp/h", "-cwd", "/work",
+                "-x", "A=1", "-x", "1X=2", "--mca", "btl_tcp_if_include", "en0", "--", "python3", "x.py");
+        assertThat(MpiLaunch.argv("m", false, "h", null, List.of(), List.of(), List.of("x")))
+                .containsExactly("m", "--output", ":raw", "--hostfile", "h", "--", "x");
+    }
+
+    @Test
+    void argvOpenMpi4() {
+        assertThat(MpiLaunch.argv("m", true, "h", "/d", List.of(new EnvEntry("A", "")), List.of(), List.of("x")))
+                .containsExactly("m", "--hostfile", "h", "-wdir", "/d", "-x", "A=", "--", "x");
+        assertThat(MpiLaunch.isOpenMpi4("mpirun (Open MPI) 4.1.4\n\nReport bugs to ...")).isTrue();
+        assertThat(MpiLaunch.isOpenMpi4("mpirun (Open MPI) 5.0.3")).isFalse();
+        assertThat(MpiLaunch.isOpenMpi4("HYDRA build details: Version: 4.1")).isFalse();
+    }
+
+    @Test
+    void mpiArgWords() {
+        assertThat(MpiLaunch.mpiArgWords(List.of("--mca btl_tcp_if_include en0"))).containsExactly("--mca", "btl_tcp_if_include", "en0");
+        assertThat(MpiLaunch.mpiArgWords(List.of("-x 'Q=a b'"))).containsExactly("-x", "Q=a b");
+        assertThat(MpiLaunch.mpiArgWords(List.of("\"a \\\"b\\\" $c\" d\\ e", "--allow-run-as-root")))
+                .containsExactly("a \"b\" $c", "d e", "--allow-run-as-root");
+        assertThatThrownBy(() -> MpiLaunch.mpiArgWords(List.of("-x 'Q=a"))).isInstanceOf(UsageException.class)
+                .hasMessageContaining("--mpi-arg").hasMessageContaining("unterminated");
+    }
+
+    @Test
+    void libraryName() {
+        assertThat(MpiLaunch.libraryName("\t@rpath/libmpi.40.dylib (compatibility version 81.0.0)\n")).contains("libmpi.40.dylib");
+        assertThat(MpiLaunch.libraryName("\tlinux-vdso.so.1 (0x00007ffd)\n\tlibmpi.so.40 => /usr/lib/x86_64-linux-gnu/libmpi.so.40 (0x00007f)\n"))
+                .contains("libmpi.so.40");
+        assertThat(MpiLaunch.libraryName("libc.so.6 => /lib/libc.so.6\n")).isEmpty();
+    }
+}
