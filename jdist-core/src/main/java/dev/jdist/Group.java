@@ -119,6 +119,52 @@ public final class Group implements AutoCloseable {
         return out;
     }
 
+    /**
+     * all_sum/all_max/all_min written into {@code out} (same dtype and element count as {@code x};
+     * may be {@code x} itself for an in-place reduction). No allocation: for loops that reuse buffers.
+     */
+    public Array allReduceInto(Array x, Array out, ReduceOp op) {
+        checkInto("allReduceInto", x, out, x.nbytes());
+        if (size() == 1) return copyInto(x, out);
+        return queue.run(() -> { impl.allReduce(x, out, op); return out; });
+    }
+
+    /** all_gather written into {@code out}, which holds {@code size()} times the bytes of {@code x}. */
+    public Array allGatherInto(Array x, Array out) {
+        checkInto("allGatherInto", x, out, Math.multiplyExact(x.nbytes(), (long) size()));
+        if (size() == 1) return copyInto(x, out);
+        return queue.run(() -> { impl.allGather(x, out); return out; });
+    }
+
+    /** sum_scatter written into {@code out}, which holds one {@code size()}-th of the bytes of {@code x}. */
+    public Array sumScatterInto(Array x, Array out) {
+        if (x.nbytes() % size() != 0) {
+            throw new IllegalArgumentException("sumScatterInto: input of " + x.nbytes() + " bytes does not divide into "
+                    + size() + " equal chunks");
+        }
+        checkInto("sumScatterInto", x, out, x.nbytes() / size());
+        if (size() == 1) return copyInto(x, out);
+        return queue.run(() -> { impl.sumScatter(x, out); return out; });
+    }
+
+    /** Receives from {@code src} into {@code out} (its byte count must equal the sender's). */
+    public Array recvInto(Array out, int src) {
+        checkPeer("recv from", src);
+        return queue.run(() -> { impl.recv(out, src); return out; });
+    }
+
+    private static void checkInto(String what, Array x, Array out, long expectedBytes) {
+        if (out.dtype() != x.dtype() || out.nbytes() != expectedBytes) {
+            throw new IllegalArgumentException(what + ": output must be " + x.dtype() + " with " + expectedBytes
+                    + " bytes, got " + out.dtype() + " with " + out.nbytes() + " bytes");
+        }
+    }
+
+    private static Array copyInto(Array x, Array out) {
+        if (out != x) java.lang.foreign.MemorySegment.copy(x.segment(), 0, out.segment(), 0, x.nbytes());
+        return out;
+    }
+
     /** Sends {@code x} to rank {@code dst}; returns {@code x}. */
     public Array send(Array x, int dst) {
         checkPeer("send to", dst);

@@ -1,0 +1,18 @@
+package dev.jdist.bench;
+
+/**
+ * One row of a benchmark: an op at one size, timed on rank 0.
+ *
+ * @param bytes        the size column: bytes of the largest buffer (all_gather output, sum_scatter input), as nccl-tests
+ * @param count        elements in that buffer
+ * @param medianMicros median time of one operation
+ * @param p99Micros    99th percentile time
+ * @param algbwGBs     bytes / median time, GB/s (10^9)
+ * @param busbwGBs     algbw × the op's bus factor
+ * @param wrong        elements that differed from the expected result (checked after the timed iterations)
+ * @param peakRssBytes the largest peak resident set size over the ranks, after this row
+ */
+public record BenchResult(String op, String mode, long bytes, long count, String type, String redop, int ranks,
+                          double medianMicros, double p99Micros, double algbwGBs, double busbwGBs, long wrong,
+                          long peakRssBytes) {
+}

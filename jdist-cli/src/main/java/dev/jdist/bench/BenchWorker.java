@@ -1,0 +1,216 @@
+package dev.jdist.bench;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.jdist.Array;
+import dev.jdist.DType;
+import dev.jdist.Distributed;
+import dev.jdist.Group;
+import dev.jdist.ReduceOp;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * What every rank of a {@code jdist bench} job runs: the sweep, timed on each rank, checked after
+ * the timed iterations; rank 0 prints one {@code JDIST-BENCH <json>} line per row.
+ *
+ * <p>Buffers are allocated once per row, outside the timed region, and the ops write into them
+ * ({@code *Into} variants), so the figures measure communication, not allocation.
+ */
+public final class BenchWorker {
+    /** Prefix of the machine-readable lines rank 0 prints; the bench command parses them. */
+    public static final String LINE_PREFIX = "JDIST-BENCH ";
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** The sweep every rank runs (passed as JSON in the first argument). */
+    public record Spec(List<String> ops, List<Long> sizes, String dtype, int warmup, int iters, List<String> modes) {
+    }
+
+    private BenchWorker() {}
+
+    public static void main(String[] args) throws IOException {
+        if (args.length != 1) {
+            System.err.println("usage: BenchWorker '<json spec>' (started by `jdist bench`)");
+            System.exit(2);
+        }
+        Spec spec = JSON.readValue(args[0], Spec.class);
+        try (Group group = Distributed.init()) {
+            run(group, spec);
+        } finally {
+            Distributed.reset();
+        }
+    }
+
+    static void run(Group group, Spec spec) throws IOException {
+        DType dtype = DType.fromMlxName(spec.dtype());
+        for (String opName : spec.ops()) {
+            BenchOp op = BenchOp.parse(opName);
+            if (op == BenchOp.SEND_RECV && group.size() < 2) {
+                if (group.rank() == 0) System.err.println("jdist bench: send_recv needs at least 2 ranks; skipped");
+                continue;
+            }
+            for (long size : spec.sizes()) {
+                for (String mode : spec.modes()) {
+                    BenchResult r = runRow(group, op, dtype, size, mode.equals("in-place"), spec.warmup(), spec.iters());
+                    if (group.rank() == 0) {
+                        System.out.println(LINE_PREFIX + JSON.writeValueAsString(r));
+                        System.out.flush();
+                    }
+                }
+            }
+        }
+    }
+
+    private static BenchResult runRow(Group g, BenchOp op, DType dtype, long size, boolean inPlace, int warmup, int iters) {
+        int n = g.size();
+        int r = g.rank();
+        int s = dtype.itemSize();
+        // Per-rank element counts: all_gather's size is its output, sum_scatter's its input (nccl-tests' convention).
+        long perRank = switch (op) {
+            case ALL_GATHER, SUM_SCATTER -> Math.max(1, size / s / n);
+            default -> Math.max(1, size / s);
+        };
+        int count = Math.toIntExact(perRank);
+        Array in = switch (op) {
+            case SUM_SCATTER -> Array.zeros(dtype, count * n);
+            default -> Array.zeros(dtype, count);
+        };
+        Array out = switch (op) {
+            case ALL_GATHER -> Array.zeros(dtype, count * n);
+            case SUM_SCATTER -> Array.zeros(dtype, count);
+            default -> inPlace ? in : Array.zeros(dtype, count);
+        };
+        fill(in, r, 0);
+
+        long[] times = new long[iters];
+        for (int i = -warmup; i < iters; i++) {
+            long t0 = System.nanoTime();
+            runOnce(g, op, in, out);
+            long t = System.nanoTime() - t0;
+            if (i >= 0) times[i] = t;
+        }
+        // Check on fresh inputs (in-place iterations changed them).
+        fill(in, r, 0);
+        runOnce(g, op, in, out);
+        long wrong = countWrong(g, op, out);
+        Array wrongAll = g.allSum(Array.of((long) wrong));
+        Array rss = g.allMax(Array.of(peakRssBytes()));
+
+        Arrays.sort(times);
+        double median = times.length == 0 ? 0 : times[times.length / 2] / 1e3;
+        double p99 = times.length == 0 ? 0 : times[Math.min(times.length - 1, (int) Math.ceil(times.length * 0.99) - 1)] / 1e3;
+        if (op == BenchOp.SEND_RECV) {
+            median /= 2; // a ping-pong round trip carries the message twice
+            p99 /= 2;
+        }
+        long bytes = switch (op) {
+            case ALL_GATHER, SUM_SCATTER -> perRank * n * s;
+            default -> perRank * s;
+        };
+        double algbw = median > 0 ? bytes / (median * 1e3) : 0;
+        return new BenchResult(op.cliName(), inPlace ? "in-place" : "out-of-place", bytes, bytes / s, dtype.mlxName(),
+                op.redop(), n, median, p99, algbw, algbw * op.busFactor(n), wrongAll.getLong(0), rss.getLong(0));
+    }
+
+    private static void runOnce(Group g, BenchOp op, Array in, Array out) {
+        switch (op) {
+            case ALL_SUM -> g.allReduceInto(in, out, ReduceOp.SUM);
+            case ALL_MAX -> g.allReduceInto(in, out, ReduceOp.MAX);
+            case ALL_MIN -> g.allReduceInto(in, out, ReduceOp.MIN);
+            case ALL_GATHER -> g.allGatherInto(in, out);
+            case SUM_SCATTER -> g.sumScatterInto(in, out);
+            case SEND_RECV -> {
+                if (g.rank() == 0) {
+                    g.send(in, 1);
+                    g.recvInto(out, 1);
+                } else if (g.rank() == 1) {
+                    g.recvInto(out, 0);
+                    g.send(out, 0);
+                }
+            }
+        }
+    }
+
+    /** Rank-dependent small integers, exact in every dtype even after summing over many ranks. */
+    static double value(int rank, long index) {
+        return (rank * 7L + index) % 5;
+    }
+
+    /** Fills {@code a} with {@code value(rank, firstIndex + i)}: one period by hand, then doubling copies. */
+    static void fill(Array a, int rank, long firstIndex) {
+        long n = a.size();
+        long period = Math.min(n, 5);
+        for (long i = 0; i < period; i++) a.setDouble(i, value(rank, firstIndex + i));
+        MemorySegment seg = a.segment();
+        long s = a.dtype().itemSize();
+        for (long done = period; done < n; ) {
+            long chunk = Math.min(done - done % period, n - done);
+            MemorySegment.copy(seg, 0, seg, done * s, chunk * s);
+            done += chunk;
+        }
+    }
+
+    private static long countWrong(Group g, BenchOp op, Array out) {
+        int n = g.size();
+        int r = g.rank();
+        boolean bool = out.dtype() == DType.BOOL;
+        long wrong = 0;
+        long len = out.size();
+        if (op == BenchOp.SEND_RECV && r > 1) return 0; // only ranks 0 and 1 take part in the ping-pong
+        for (long i = 0; i < len; i++) {
+            double expected = switch (op) {
+                case ALL_SUM -> bool ? anyNonZero(n, i) : sum(n, i);
+                case ALL_MAX -> bool ? anyNonZero(n, i) : max(n, i);
+                case ALL_MIN -> min(n, i, bool);
+                case ALL_GATHER -> value((int) (i / (len / n)), i % (len / n));
+                case SUM_SCATTER -> bool ? anyNonZero(n, r * len + i) : sum(n, r * len + i);
+                case SEND_RECV -> value(0, i); // rank 1 echoes rank 0's message back
+            };
+            double got = out.getDouble(i);
+            if (bool) expected = expected != 0 ? 1 : 0;
+            if (got != expected) wrong++;
+        }
+        return wrong;
+    }
+
+    private static double sum(int n, long i) {
+        double s = 0;
+        for (int q = 0; q < n; q++) s += value(q, i);
+        return s;
+    }
+
+    private static double max(int n, long i) {
+        double m = Double.NEGATIVE_INFINITY;
+        for (int q = 0; q < n; q++) m = Math.max(m, value(q, i));
+        return m;
+    }
+
+    private static double min(int n, long i, boolean bool) {
+        double m = Double.POSITIVE_INFINITY;
+        for (int q = 0; q < n; q++) m = Math.min(m, bool ? (value(q, i) != 0 ? 1 : 0) : value(q, i));
+        return m;
+    }
+
+    private static double anyNonZero(int n, long i) {
+        for (int q = 0; q < n; q++) if (value(q, i) != 0) return 1;
+        return 0;
+    }
+
+    /** Peak resident set size of this process (Linux VmHWM); 0 where /proc is absent. */
+    static long peakRssBytes() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("VmHWM:")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // not Linux: report 0 rather than fail the benchmark
+        }
+        return 0;
+    }
+}

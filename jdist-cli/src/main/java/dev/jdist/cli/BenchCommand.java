@@ -1,0 +1,178 @@
+package dev.jdist.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.jdist.DType;
+import dev.jdist.bench.BenchOp;
+import dev.jdist.bench.BenchPlot;
+import dev.jdist.bench.BenchResult;
+import dev.jdist.bench.BenchRunner;
+import dev.jdist.bench.BenchTable;
+import dev.jdist.bench.BenchWorker;
+import dev.jdist.bench.SizeSweep;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/** {@code jdist bench}: an nccl-tests-style sweep of collectives, run as a real job through {@code jdist launch}. */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = {"Measure collectives: latency (median, p99), algorithm and bus bandwidth, with results checked.",
+                "Example: jdist bench -n 2 --op all_sum,all_gather --sizes 4B:256MiB --plot ring.png"})
+public final class BenchCommand implements Callable<Integer> {
+
+    @Option(names = {"-n", "--repeat-hosts"}, description = "ranks per host (default ${DEFAULT-VALUE})", defaultValue = "2")
+    int ranksPerHost;
+
+    @Option(names = "--hosts", description = "comma-separated hosts (default 127.0.0.1)")
+    String hosts;
+
+    @Option(names = "--hostfile", description = "JSON hostfile, as for jdist launch")
+    Path hostfile;
+
+    @Option(names = "--backend", description = "ring, mpi, nccl, jaccl, jaccl-ring (default: as jdist launch)")
+    String backend;
+
+    @Option(names = "--connections-per-ip", description = "ring connections per neighbour")
+    Integer connectionsPerIp;
+
+    @Option(names = "--env", description = "NAME=VALUE for every rank (repeatable), e.g. JDIST_TRANSPORT=shm")
+    List<String> env = new ArrayList<>();
+
+    @Option(names = "--op", split = ",", defaultValue = "all_sum",
+            description = "ops: all_sum, all_max, all_min, all_gather, sum_scatter, send_recv (comma-separated; default ${DEFAULT-VALUE})")
+    List<String> ops;
+
+    @Option(names = "--sizes", defaultValue = "4B:64MiB", description = "MIN:MAX message sizes, e.g. 4B:1GiB (default ${DEFAULT-VALUE})")
+    String sizes;
+
+    @Option(names = {"-f", "--factor"}, defaultValue = "2", description = "size multiplier between rows (default ${DEFAULT-VALUE})")
+    int factor;
+
+    @Option(names = {"-d", "--dtype"}, defaultValue = "float32", description = "element type (default ${DEFAULT-VALUE})")
+    String dtype;
+
+    @Option(names = {"-w", "--warmup"}, defaultValue = "5", description = "untimed iterations per row (default ${DEFAULT-VALUE})")
+    int warmup;
+
+    @Option(names = {"-i", "--iters"}, defaultValue = "20", description = "timed iterations per row (default ${DEFAULT-VALUE})")
+    int iters;
+
+    @Option(names = "--mode", defaultValue = "out-of-place",
+            description = "out-of-place, in-place or both (default ${DEFAULT-VALUE})")
+    String mode;
+
+    @Option(names = "--csv", description = "print CSV instead of the table")
+    boolean csv;
+
+    @Option(names = "--json", description = "print JSON instead of the table")
+    boolean json;
+
+    @Option(names = "--plot", description = "also draw busbw and latency against size into this .png or .svg file")
+    Path plot;
+
+    @Override
+    public Integer call() throws Exception {
+        PrintStream out = System.out;
+        PrintStream err = System.err;
+        BenchWorker.Spec spec;
+        try {
+            spec = spec();
+        } catch (IllegalArgumentException e) {
+            err.println("jdist bench: error: " + e.getMessage());
+            return 2;
+        }
+        List<String> launch = new ArrayList<>();
+        if (hostfile != null) {
+            launch.addAll(List.of("--hostfile", hostfile.toString()));
+        } else if (hosts != null) {
+            launch.addAll(List.of("--hosts", hosts));
+        }
+        launch.addAll(List.of("-n", Integer.toString(ranksPerHost)));
+        if (backend != null) launch.addAll(List.of("--backend", backend));
+        if (connectionsPerIp != null) launch.addAll(List.of("--connections-per-ip", connectionsPerIp.toString()));
+        for (String e : env) launch.addAll(List.of("--env", e));
+
+        int total = spec.ops().size() * spec.sizes().size() * spec.modes().size();
+        ProgressBar progress = new ProgressBar(total, err);
+        List<BenchResult> results;
+        try {
+            results = BenchRunner.run(launch, spec, progress::advance, err);
+        } catch (BenchRunner.BenchFailedException e) {
+            progress.clear();
+            err.println("jdist bench: " + e.getMessage());
+            return e.status();
+        }
+        progress.clear();
+        if (json) {
+            out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(results));
+        } else if (csv) {
+            out.print(BenchTable.csv(results));
+        } else {
+            out.print(BenchTable.text(results));
+        }
+        if (plot != null) {
+            String title = "jdist bench: " + (results.isEmpty() ? "" : results.getFirst().ranks() + " ranks, ")
+                    + spec.dtype() + ", " + (backend == null ? "default backend" : backend) + ", " + LocalDate.now();
+            BenchPlot.write(results, title, plot);
+            err.println("jdist bench: plot written to " + plot.toAbsolutePath());
+        }
+        long wrong = results.stream().mapToLong(BenchResult::wrong).sum();
+        if (wrong > 0) {
+            err.println("jdist bench: " + wrong + " wrong elements: the collectives returned incorrect results");
+            return 1;
+        }
+        return 0;
+    }
+
+    BenchWorker.Spec spec() {
+        List<String> opNames = new ArrayList<>();
+        for (String o : ops) opNames.add(BenchOp.parse(o).cliName());
+        DType.fromMlxName(dtype);
+        if (iters < 1) throw new IllegalArgumentException("--iters must be at least 1, got " + iters);
+        if (warmup < 0) throw new IllegalArgumentException("--warmup must be >= 0, got " + warmup);
+        List<String> modes = switch (mode) {
+            case "out-of-place" -> List.of("out-of-place");
+            case "in-place" -> List.of("in-place");
+            case "both" -> List.of("out-of-place", "in-place");
+            default -> throw new IllegalArgumentException("--mode must be out-of-place, in-place or both, got '" + mode + "'");
+        };
+        if (plot != null && plot.getParent() != null && !Files.isDirectory(plot.getParent())) {
+            throw new IllegalArgumentException("--plot: directory " + plot.getParent() + " does not exist");
+        }
+        return new BenchWorker.Spec(opNames, SizeSweep.parse(sizes, factor), dtype, warmup, iters, modes);
+    }
+
+    /** A one-line progress bar on stderr, only when stderr is a terminal. */
+    private static final class ProgressBar {
+        private final int total;
+        private final PrintStream err;
+        private final boolean enabled = System.console() != null && System.console().isTerminal();
+        private int done;
+
+        ProgressBar(int total, PrintStream err) {
+            this.total = total;
+            this.err = err;
+        }
+
+        void advance(BenchResult row) {
+            done++;
+            if (!enabled) return;
+            int width = 30;
+            int filled = total == 0 ? width : done * width / total;
+            err.print("\r[" + "#".repeat(filled) + " ".repeat(width - filled) + "] " + done + "/" + total + "  "
+                    + row.op() + " " + SizeSweep.format(row.bytes()) + "   ");
+            err.flush();
+        }
+
+        void clear() {
+            if (enabled && done > 0) err.print("\r" + " ".repeat(80) + "\r");
+        }
+    }
+}
