@@ -38,7 +38,8 @@ public final class BenchWorker {
             System.exit(2);
         }
         Spec spec = JSON.readValue(args[0], Spec.class);
-        try (Group group = Distributed.init()) {
+        // Strict: a rank whose backend failed to start must not benchmark itself as a 1-rank group.
+        try (Group group = Distributed.init(true, "any")) {
             run(group, spec);
         } finally {
             Distributed.reset();
