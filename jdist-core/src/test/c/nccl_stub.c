@@ -9,6 +9,7 @@
  *   JDIST_STUB_NCCL_FAIL=<function>  or jdist_stub_nccl_fail("<function>"): that function returns
  *                                    ncclInvalidUsage and ncclGetLastError explains
  *   jdist_stub_nccl_live()           communicators not yet destroyed or aborted
+ *   jdist_stub_nccl_aborts()         how many ncclCommAbort calls so far
  *   jdist_stub_nccl_last_split_config_null()  whether the last ncclCommSplit got a NULL config
  */
 #include <pthread.h>
@@ -48,6 +49,7 @@ typedef struct ncclComm *ncclComm_t;
 static pthread_mutex_t gmu = PTHREAD_MUTEX_INITIALIZER;
 static struct world *pending;       /* worlds still waiting for ranks in ncclCommInitRank */
 static int live_comms;
+static int aborts;
 static int last_split_config_null = -1;
 static char fail_on[128];
 static int fail_init;
@@ -61,6 +63,8 @@ void jdist_stub_nccl_fail(const char *name) {
 }
 
 int jdist_stub_nccl_live(void) { return live_comms; }
+
+int jdist_stub_nccl_aborts(void) { return aborts; }
 
 int jdist_stub_nccl_last_split_config_null(void) { return last_split_config_null; }
 
@@ -240,6 +244,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
     if (!comm) return ncclSuccess;
+    __atomic_add_fetch(&aborts, 1, __ATOMIC_SEQ_CST);
     release(comm);
     return ncclSuccess;
 }

@@ -104,6 +104,23 @@ class NcclProcessesIT {
     }
 
     @Test
+    void theGpuCheckProgramPassesAgainstTheStubLibraries() throws Exception {
+        NcclStubLibraries stubs = NcclStubLibraries.get();
+        Result res = finish(start(NcclCheck.class.getName(), stubs.env()));
+        assertThat(res.exit()).as(res.out()).isZero();
+        assertThat(res.out()).contains("ok   device all_sum     bfloat16").contains("ok   staged host ops    uint64")
+                .contains("ok   unsupported dtype complex64 rejected").contains("nccl: ALL CHECKS PASSED")
+                .doesNotContain("FAIL");
+    }
+
+    @Test
+    void theGpuCheckProgramSaysWhyWhenTheLibrariesAreMissing() throws Exception {
+        Result res = finish(start(NcclCheck.class.getName(), Map.of("JDIST_CUDART_LIBRARY", "/nonexistent/libcudart.so.12")));
+        assertThat(res.exit()).as(res.out()).isEqualTo(2);
+        assertThat(res.out()).contains("nccl: UNAVAILABLE").contains("/nonexistent/libcudart.so.12");
+    }
+
+    @Test
     void anInjectedNcclFailureIsAnExceptionInTheRankNotAProcessExit() throws Exception {
         NcclStubLibraries stubs = NcclStubLibraries.get();
         Map<String, String> env = new java.util.HashMap<>(stubs.env());

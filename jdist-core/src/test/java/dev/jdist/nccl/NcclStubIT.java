@@ -319,6 +319,7 @@ class NcclStubIT {
     void ncclFailuresBecomeExceptionsCarryingNcclsErrorStringAndTheCommunicatorIsAborted(String fn) throws Exception {
         Group g = oneRank();
         NcclGroup ng = NcclGroup.of(g);
+        int abortsBefore = stubs.aborts();
         Array x = Array.of(1f, 2f);
         try (DeviceArray d = ng.toDevice(x)) {
             stubs.failNccl(fn);
@@ -342,6 +343,7 @@ class NcclStubIT {
         } finally {
             g.close();                                   // aborts: ncclCommDestroy is not called
         }
+        assertThat(stubs.aborts()).as("a failed communicator is aborted, not destroyed").isEqualTo(abortsBefore + 1);
     }
 
     @Test
@@ -388,6 +390,21 @@ class NcclStubIT {
         } finally {
             stubs.failNccl("");
             g.close();
+        }
+    }
+
+    @Test
+    void theRealCudaRuntimeWhereThisMachineHasOneAnswersThroughTheBinding() throws Exception {
+        // libnccl: the stub; libcudart: the default search (CUDA 12/13 sonames, /usr/local/cuda/lib64)
+        NcclBackend b = new NcclBackend(Map.of("JDIST_NCCL_LIBRARY", stubs.nccl.toString()));
+        String reason = b.unavailableReason().orElse("");
+        System.out.println("[NcclStubIT] real libcudart probe: " + (reason.isEmpty() ? "a CUDA device is usable" : reason));
+        if (reason.startsWith("could not load libcudart")) {
+            assertThat(reason).contains("libcudart.so.13").contains("libcudart.so.12").contains("JDIST_CUDART_LIBRARY");
+        } else if (!reason.isEmpty()) {
+            // the real runtime loaded, every symbol bound, and cudaGetDeviceCount's error came back with CUDA's text
+            assertThat(reason).startsWith("cudaGetDeviceCount failed: ").contains("(cudaError ").contains("libcudart");
+            assertThat(reason).doesNotContain("unknown CUDA error");
         }
     }
 

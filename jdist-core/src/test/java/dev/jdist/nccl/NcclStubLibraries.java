@@ -34,6 +34,7 @@ final class NcclStubLibraries {
     private final MethodHandle cudaLive;
     private final MethodHandle ncclLive;
     private final MethodHandle splitConfigNull;
+    private final MethodHandle aborts;
 
     private NcclStubLibraries(Path cudart, Path nccl) {
         this.cudart = cudart;
@@ -46,6 +47,7 @@ final class NcclStubLibraries {
         cudaLive = linker.downcallHandle(c.find("jdist_stub_cuda_live").orElseThrow(), FunctionDescriptor.of(JAVA_INT));
         ncclFail = linker.downcallHandle(n.find("jdist_stub_nccl_fail").orElseThrow(), FunctionDescriptor.ofVoid(ADDRESS));
         ncclLive = linker.downcallHandle(n.find("jdist_stub_nccl_live").orElseThrow(), FunctionDescriptor.of(JAVA_INT));
+        aborts = linker.downcallHandle(n.find("jdist_stub_nccl_aborts").orElseThrow(), FunctionDescriptor.of(JAVA_INT));
         splitConfigNull = linker.downcallHandle(n.find("jdist_stub_nccl_last_split_config_null").orElseThrow(),
                 FunctionDescriptor.of(JAVA_INT));
     }
@@ -116,6 +118,9 @@ final class NcclStubLibraries {
 
     /** Stub communicators alive. */
     int ncclLive() { return callInt(ncclLive); }
+
+    /** ncclCommAbort calls so far. */
+    int aborts() { return callInt(aborts); }
 
     /** 1 when the last ncclCommSplit got a NULL config, 0 when not, -1 before any split. */
     int lastSplitConfigNull() { return callInt(splitConfigNull); }
