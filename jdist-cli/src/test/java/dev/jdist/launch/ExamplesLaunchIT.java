@@ -1,0 +1,108 @@
+package dev.jdist.launch;
+
+import dev.jdist.spi.Backend;
+import dev.jdist.testing.CommandResult;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.ServiceLoader;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The examples as users run them: {@code jdist launch -n N examples/X.java} (source-file mode,
+ * local ranks over the ring). The numerical checks with 1, 2 and 4 ranks are in jdist-core's
+ * {@code ExamplesIT}; this test proves the launcher path works for each example.
+ */
+@Timeout(600)
+class ExamplesLaunchIT {
+    static Path root;
+    static Path jar;
+
+    @BeforeAll
+    static void locate() {
+        Path dir = Path.of(System.getProperty("user.dir")).toAbsolutePath();
+        while (dir != null && !Files.exists(dir.resolve("examples/AllSum.java"))) dir = dir.getParent();
+        assertThat(dir).as("repository root above " + System.getProperty("user.dir")).isNotNull();
+        root = dir;
+        jar = root.resolve("jdist-cli/target/jdist.jar");
+        assertThat(jar).as("the shaded jar (built by the package phase)").exists();
+        boolean ring = ServiceLoader.load(Backend.class).stream().anyMatch(p -> p.get().name().equals("ring"));
+        assumeTrue(ring, "the ring backend is not on the classpath yet; launching the examples on several ranks skipped");
+    }
+
+    private static CommandResult launch(int n, String example) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-jar", jar.toString(),
+                "launch", "-n", String.valueOf(n), "--starting-port", String.valueOf(freePortBlock(n)),
+                "examples/" + example));
+        CommandResult r = CommandResult.run(Duration.ofSeconds(400), root, Map.of(), null, cmd);
+        assertThat(r.timedOut()).as("launch timed out; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isFalse();
+        assertThat(r.exitCode()).as("launch exit status; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
+        return r;
+    }
+
+    @Test
+    void dataParallelOnTwoRanksEndsWithIdenticalWeights() throws IOException {
+        CommandResult r = launch(2, "DataParallel.java");
+        Matcher m = Pattern.compile("rank (\\d) of 2: weights crc32=([0-9a-f]{8})").matcher(r.stdout());
+        List<String> crcs = new ArrayList<>();
+        while (m.find()) crcs.add(m.group(2));
+        assertThat(crcs).as(r.stdout()).hasSize(2);
+        assertThat(crcs.get(0)).isEqualTo(crcs.get(1));
+        assertThat(r.stdout()).contains("weights identical on all 2 ranks").containsPattern("loss [0-9.]+ after 200 iterations");
+    }
+
+    @Test
+    void tensorParallelOnFourRanksMatchesTheUnshardedModel() throws IOException {
+        CommandResult r = launch(4, "TensorParallel.java");
+        Matcher m = Pattern.compile("rank (\\d) of 4: max \\|y - expected\\| = (\\S+)").matcher(r.stdout());
+        int ranks = 0;
+        while (m.find()) {
+            ranks++;
+            assertThat(Double.parseDouble(m.group(2))).isLessThanOrEqualTo(1e-5);
+        }
+        assertThat(ranks).as(r.stdout()).isEqualTo(4);
+        assertThat(r.stdout()).contains("4 ranks x 256 hidden features");
+    }
+
+    @Test
+    void allSumOnThreeRanksPrintsThreeOnEveryRank() throws IOException {
+        CommandResult r = launch(3, "AllSum.java");
+        for (int rank = 0; rank < 3; rank++) {
+            assertThat(r.stdout()).contains(rank + " array([3, 3, 3, ..., 3, 3, 3], dtype=float32)");
+        }
+    }
+
+    /** The first of {@code n} consecutive ports on 127.0.0.1 that are free right now (bounded search). */
+    static int freePortBlock(int n) throws IOException {
+        Random rng = new Random();
+        for (int attempt = 0; attempt < 200; attempt++) {
+            int first = 20000 + rng.nextInt(30000);
+            List<ServerSocket> held = new ArrayList<>();
+            try {
+                for (int i = 0; i < n; i++) held.add(new ServerSocket(first + i, 1, InetAddress.getLoopbackAddress()));
+                return first;
+            } catch (IOException taken) {
+                // try another block
+            } finally {
+                for (ServerSocket s : held) s.close();
+            }
+        }
+        throw new IOException("no block of " + n + " consecutive free ports on 127.0.0.1 found in 200 attempts");
+    }
+}
