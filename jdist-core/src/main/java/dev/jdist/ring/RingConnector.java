@@ -1,0 +1,493 @@
+package dev.jdist.ring;
+
+import dev.jdist.ConfigException;
+import dev.jdist.ConnectFailedException;
+import dev.jdist.DeadlineExceededException;
+import dev.jdist.DistributedException;
+
+import java.io.IOException;
+import java.net.BindException;
+import java.net.InetSocketAddress;
+import java.net.StandardProtocolFamily;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * Connection set-up of a ring (spec collectives.md §3.2): {@code right[j]} is the connection this
+ * rank initiates to its right neighbour's address j, {@code left[j]} the one it accepts on its own
+ * address j. jdist binds and listens on all its own addresses first, then connects and accepts at
+ * the same time (one selector, no threads), retrying refused connections with a short backoff
+ * until the deadline; nothing is written during set-up unless authentication is on
+ * ({@link RingAuthenticator}). TCP_NODELAY on every connection.
+ */
+final class RingConnector {
+
+    /** A bound, listening own address. */
+    record Listener(int index, String text, ServerSocketChannel channel) {}
+
+    /** An address of the right neighbour to connect to. */
+    record Target(int index, String text, InetSocketAddress address) {}
+
+    /** The result: the accepted {@code left} and initiated {@code right} connections, non-blocking. */
+    record Connections(SocketChannel[] left, SocketChannel[] right) {}
+
+    private static final long FIRST_RETRY_MILLIS = 50;
+    private static final long MAX_RETRY_MILLIS = 1000;
+    private static final int MAX_PENDING_HANDSHAKES = 16;
+
+    private final int rank;
+    private final int leftRank;
+    private final int rightRank;
+    private final RingLog log;
+    private final RingAuthenticator auth;
+
+    RingConnector(int rank, int leftRank, int rightRank, RingLog log, String jobToken) {
+        this.rank = rank;
+        this.leftRank = leftRank;
+        this.rightRank = rightRank;
+        this.log = log;
+        this.auth = jobToken == null ? null : new RingAuthenticator(jobToken);
+    }
+
+    /**
+     * Binds and listens on {@code address} (IPv4, SO_REUSEADDR but not SO_REUSEPORT, so a second
+     * process on the same address — e.g. a duplicate rank — is detected).
+     */
+    static ServerSocketChannel listen(InetSocketAddress address, String text, String owner) {
+        ServerSocketChannel ch = null;
+        try {
+            ch = ServerSocketChannel.open(StandardProtocolFamily.INET);
+            ch.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            ch.bind(address, 16);
+            ch.configureBlocking(false);
+            return ch;
+        } catch (IOException e) {
+            closeQuietly(ch);
+            String msg = String.valueOf(e.getMessage());
+            String fix;
+            if (msg.contains("in use")) {
+                fix = "another process already listens there: a second rank started with the same MLX_RANK, a previous "
+                        + "job still running, or another program; stop it or choose other ports in the hostfile";
+            } else if (msg.contains("assign") || e instanceof BindException) {
+                fix = "it is not an address of this host; check that MLX_RANK matches this machine's entry in the hostfile "
+                        + "and that the IP is configured here";
+            } else {
+                fix = "check the address in the hostfile";
+            }
+            throw new ConfigException(owner + " cannot listen on " + text + ": " + msg + "; " + fix, e);
+        }
+    }
+
+    /** Forms the connections; closes the listeners either way. */
+    Connections connect(List<Listener> listeners, List<Target> targets, Duration timeout) {
+        long start = System.nanoTime();
+        long deadline = start + timeout.toNanos();
+        Selector selector = null;
+        List<ListenSlot> listenSlots = new ArrayList<>();
+        List<ConnectSlot> connectSlots = new ArrayList<>();
+        boolean ok = false;
+        try {
+            selector = Selector.open();
+            for (Listener l : listeners) {
+                ListenSlot s = new ListenSlot(l);
+                listenSlots.add(s);
+                l.channel().register(selector, SelectionKey.OP_ACCEPT, s);
+                log.log("listening on " + l.text() + " for left neighbour rank " + leftRank + " (connection " + l.index() + ")");
+            }
+            for (Target t : targets) connectSlots.add(new ConnectSlot(t));
+
+            while (true) {
+                long now = System.nanoTime();
+                boolean done = true;
+                for (ListenSlot s : listenSlots) done &= s.result != null;
+                for (ConnectSlot s : connectSlots) done &= s.result != null;
+                if (done) break;
+                if (now - deadline >= 0) throw deadlineError(listenSlots, connectSlots, timeout);
+                long wake = deadline;
+                for (ConnectSlot s : connectSlots) {
+                    if (s.result != null || s.channel != null) continue;
+                    if (now - s.retryAt >= 0) {
+                        s.startAttempt(selector);
+                    } else if (s.retryAt - wake < 0) {
+                        wake = s.retryAt;
+                    }
+                }
+                long waitMillis = Math.max(1, (wake - System.nanoTime() + 999_999) / 1_000_000);
+                selector.select(waitMillis);
+                for (SelectionKey key : selector.selectedKeys()) {
+                    Object a = key.attachment();
+                    if (!key.isValid()) continue;
+                    if (a instanceof ListenSlot s) {
+                        s.acceptAll(selector);
+                    } else if (a instanceof ConnectSlot s) {
+                        s.finish(selector);
+                    } else if (a instanceof Handshake h) {
+                        h.advance();
+                    }
+                }
+                selector.selectedKeys().clear();
+            }
+            SocketChannel[] left = new SocketChannel[listenSlots.size()];
+            SocketChannel[] right = new SocketChannel[connectSlots.size()];
+            for (int j = 0; j < left.length; j++) left[j] = listenSlots.get(j).result;
+            for (int j = 0; j < right.length; j++) right[j] = connectSlots.get(j).result;
+            log.log("connected: " + right.length + " connection(s) to right neighbour rank " + rightRank + ", "
+                    + left.length + " from left neighbour rank " + leftRank + " in "
+                    + (System.nanoTime() - start) / 1_000_000 + " ms");
+            ok = true;
+            return new Connections(left, right);
+        } catch (IOException e) {
+            throw new ConnectFailedException("rank " + rank + ": ring set-up failed: " + e, e);
+        } finally {
+            for (ListenSlot s : listenSlots) {
+                closeQuietly(s.listener.channel());
+                for (Handshake h : s.pending) closeQuietly(h.channel);
+                if (!ok) closeQuietly(s.result);
+            }
+            for (Listener l : listeners) closeQuietly(l.channel());
+            for (ConnectSlot s : connectSlots) {
+                if (!ok) {
+                    closeQuietly(s.channel);
+                    closeQuietly(s.result);
+                }
+            }
+            if (selector != null) {
+                try {
+                    selector.close();
+                } catch (IOException ignored) {
+                    // nothing to do
+                }
+            }
+        }
+    }
+
+    private DistributedException deadlineError(List<ListenSlot> listenSlots, List<ConnectSlot> connectSlots, Duration timeout) {
+        String secs = seconds(timeout);
+        List<String> failedConnects = new ArrayList<>();
+        for (ConnectSlot s : connectSlots) {
+            if (s.result != null) continue;
+            failedConnects.add("right[" + s.target.index() + "] to " + s.target.text() + " after " + s.attempts
+                    + " attempt(s)" + (s.lastError == null ? "" : " (last: " + s.lastError + ")"));
+        }
+        List<String> missingAccepts = new ArrayList<>();
+        for (ListenSlot s : listenSlots) {
+            if (s.result == null) {
+                missingAccepts.add("left[" + s.listener.index() + "] on " + s.listener.text()
+                        + (s.rejected > 0 ? " (" + s.rejected + " connection(s) failed authentication)" : ""));
+            }
+        }
+        String acceptPart = missingAccepts.isEmpty() ? "" : "; left neighbour rank " + leftRank
+                + " never connected to " + String.join(", ", missingAccepts);
+        if (!failedConnects.isEmpty()) {
+            return new ConnectFailedException("rank " + rank + " could not connect to its right neighbour rank " + rightRank
+                    + " within " + secs + " s (JDIST_TIMEOUT): " + String.join(", ", failedConnects) + acceptPart
+                    + ". Is rank " + rightRank + " running with the same hostfile, is its address right, "
+                    + "and is no firewall in the way?");
+        }
+        return new DeadlineExceededException("rank " + rank + ": left neighbour rank " + leftRank + " did not connect within "
+                + secs + " s (JDIST_TIMEOUT)" + acceptPart.replaceFirst("^; left neighbour rank \\d+ never connected to", ":")
+                + ". Is rank " + leftRank + " running (MLX_RANK=" + leftRank + ") with the same hostfile, and can it reach "
+                + "this host?" + (auth != null ? " Do all ranks have the same JDIST_JOB_TOKEN?" : ""));
+    }
+
+    static String seconds(Duration d) {
+        double s = d.toNanos() / 1e9;
+        return s == Math.rint(s) ? String.valueOf((long) s) : String.valueOf(s);
+    }
+
+    static void closeQuietly(java.io.Closeable c) {
+        if (c == null) return;
+        try {
+            c.close();
+        } catch (IOException ignored) {
+            // closing is best effort
+        }
+    }
+
+    private static void configure(SocketChannel ch) throws IOException {
+        ch.configureBlocking(false);
+        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+    }
+
+    // ------------------------------------------------------------------ accepting
+
+    private final class ListenSlot {
+        final Listener listener;
+        final List<Handshake> pending = new ArrayList<>();
+        SocketChannel result;
+        int rejected;
+
+        ListenSlot(Listener listener) { this.listener = listener; }
+
+        void acceptAll(Selector selector) throws IOException {
+            while (result == null) {
+                SocketChannel ch = listener.channel().accept();
+                if (ch == null) return;
+                configure(ch);
+                if (auth == null) {
+                    complete(ch);
+                    return;
+                }
+                if (pending.size() >= MAX_PENDING_HANDSHAKES) {
+                    Handshake oldest = pending.removeFirst();
+                    closeQuietly(oldest.channel);
+                }
+                Handshake h = Handshake.acceptor(this, ch, listener.index(), auth);
+                pending.add(h);
+                h.register(selector);
+            }
+        }
+
+        void complete(SocketChannel ch) {
+            result = ch;
+            log.log("accepted connection " + listener.index() + " on " + listener.text() + " from left neighbour rank " + leftRank);
+            closeQuietly(listener.channel());
+            for (Handshake h : pending) if (h.channel != ch) closeQuietly(h.channel);
+            pending.clear();
+        }
+
+        void reject(Handshake h, String why) {
+            rejected++;
+            pending.remove(h);
+            String from;
+            try {
+                from = String.valueOf(h.channel.getRemoteAddress());
+            } catch (IOException e) {
+                from = "?";
+            }
+            closeQuietly(h.channel);
+            log.log("dropped a connection from " + from + " on " + listener.text() + ": " + why + "; still waiting for rank " + leftRank);
+        }
+    }
+
+    // ------------------------------------------------------------------ connecting
+
+    private final class ConnectSlot {
+        final Target target;
+        SocketChannel channel;
+        SocketChannel result;
+        int attempts;
+        long retryAt = System.nanoTime();
+        String lastError;
+
+        ConnectSlot(Target target) { this.target = target; }
+
+        void startAttempt(Selector selector) throws IOException {
+            attempts++;
+            SocketChannel ch = SocketChannel.open(StandardProtocolFamily.INET);
+            try {
+                configure(ch);
+                channel = ch;
+                if (ch.connect(target.address())) {
+                    connected(selector);
+                } else {
+                    ch.register(selector, SelectionKey.OP_CONNECT, this);
+                }
+            } catch (IOException e) {
+                failed(e);
+            }
+        }
+
+        void finish(Selector selector) throws IOException {
+            try {
+                if (channel.finishConnect()) connected(selector);
+            } catch (IOException e) {
+                failed(e);
+            }
+        }
+
+        private void failed(IOException e) {
+            lastError = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+            closeQuietly(channel);
+            channel = null;
+            long backoff = Math.min(MAX_RETRY_MILLIS, FIRST_RETRY_MILLIS << Math.min(attempts - 1, 10));
+            retryAt = System.nanoTime() + backoff * 1_000_000;
+            if (log.verbose() && (attempts <= 3 || attempts % 10 == 0)) {
+                log.log("connect to rank " + rightRank + " at " + target.text() + " failed (" + lastError + "), attempt "
+                        + attempts + "; retrying");
+            }
+        }
+
+        private void connected(Selector selector) throws IOException {
+            if (auth == null) {
+                SelectionKey key = channel.keyFor(selector);
+                if (key != null) key.cancel();
+                done(channel);
+                return;
+            }
+            Handshake h = Handshake.connector(this, channel, target.index(), auth);
+            h.register(selector);
+        }
+
+        void done(SocketChannel ch) {
+            result = ch;
+            log.log("connected " + target.index() + " to right neighbour rank " + rightRank + " at " + target.text()
+                    + " (attempt " + attempts + ")");
+        }
+
+        void authFailed(String why) {
+            throw new ConnectFailedException("rank " + rank + ": the process at " + target.text() + " (right neighbour rank "
+                    + rightRank + ", connection " + target.index() + ") " + why + "; do all ranks of the job have the same "
+                    + "JDIST_JOB_TOKEN (the launcher sets it per job), and is that really rank " + rightRank + "?");
+        }
+    }
+
+    // ------------------------------------------------------------------ handshake state machine
+
+    private static final class Handshake {
+        final SocketChannel channel;
+        final boolean acceptorSide;
+        final int index;
+        final ListenSlot listenSlot;
+        final ConnectSlot connectSlot;
+        final RingAuthenticator auth;
+        ByteBuffer out = ByteBuffer.allocate(0);
+        ByteBuffer in;
+        int stage;
+        byte[] myNonce = RingAuthenticator.nonce();
+        byte[] peerNonce;
+        SelectionKey key;
+        boolean finished;
+
+        private Handshake(SocketChannel channel, boolean acceptorSide, int index, ListenSlot ls, ConnectSlot cs,
+                          RingAuthenticator auth) {
+            this.channel = channel;
+            this.acceptorSide = acceptorSide;
+            this.index = index;
+            this.listenSlot = ls;
+            this.connectSlot = cs;
+            this.auth = auth;
+        }
+
+        static Handshake acceptor(ListenSlot s, SocketChannel ch, int j, RingAuthenticator auth) {
+            Handshake h = new Handshake(ch, true, j, s, null, auth);
+            h.in = ByteBuffer.allocate(RingAuthenticator.HELLO);
+            return h;
+        }
+
+        static Handshake connector(ConnectSlot s, SocketChannel ch, int j, RingAuthenticator auth) {
+            Handshake h = new Handshake(ch, false, j, null, s, auth);
+            h.out = ByteBuffer.allocate(RingAuthenticator.HELLO).put(RingAuthenticator.MAGIC).put(h.myNonce).flip();
+            h.in = ByteBuffer.allocate(RingAuthenticator.CHALLENGE_REPLY);
+            return h;
+        }
+
+        void register(Selector selector) throws IOException {
+            key = channel.keyFor(selector);
+            if (key == null) {
+                key = channel.register(selector, interest(), this);
+            } else {
+                key.attach(this);
+                key.interestOps(interest());
+            }
+            advance();
+        }
+
+        private int interest() {
+            return (in != null && in.hasRemaining() ? SelectionKey.OP_READ : 0)
+                    | (out.hasRemaining() ? SelectionKey.OP_WRITE : 0);
+        }
+
+        void advance() {
+            try {
+                while (!finished) {
+                    boolean moved = false;
+                    if (out.hasRemaining()) moved |= channel.write(out) > 0;
+                    if (in != null && in.hasRemaining()) {
+                        int got = channel.read(in);
+                        if (got < 0) {
+                            fail("closed the connection during authentication");
+                            return;
+                        }
+                        moved |= got > 0;
+                    }
+                    if ((in == null || !in.hasRemaining()) && !step()) return;
+                    if (finished) break;
+                    if (!moved) break;
+                }
+                if (!finished && key.isValid()) key.interestOps(interest());
+            } catch (IOException e) {
+                fail("failed during authentication: " + e.getMessage());
+            }
+        }
+
+        /** Called when {@code in} is full; returns false when the handshake ended (either way). */
+        private boolean step() {
+            if (in == null) {
+                // only the acceptor's final ack is left: done once it is written
+                if (!out.hasRemaining()) finish();
+                return !finished;
+            }
+            byte[] got = new byte[in.capacity()];
+            in.flip().get(got);
+            if (acceptorSide) {
+                if (stage == 0) {
+                    if (!RingAuthenticator.same(Arrays.copyOf(got, 8), RingAuthenticator.MAGIC)) {
+                        fail("did not start the jdist authentication handshake");
+                        return false;
+                    }
+                    peerNonce = Arrays.copyOfRange(got, 8, 8 + RingAuthenticator.NONCE);
+                    out = ByteBuffer.allocate(RingAuthenticator.CHALLENGE_REPLY).put(myNonce)
+                            .put(auth.acceptorMac(index, peerNonce, myNonce)).flip();
+                    in = ByteBuffer.allocate(RingAuthenticator.MAC);
+                    stage = 1;
+                } else {
+                    if (!RingAuthenticator.same(got, auth.connectorMac(index, myNonce, peerNonce))) {
+                        fail("proved a different job token");
+                        return false;
+                    }
+                    out = ByteBuffer.allocate(1).put(RingAuthenticator.ACCEPTED).flip();
+                    in = null;
+                    stage = 2;
+                    if (!out.hasRemaining()) finish();
+                }
+            } else {
+                if (stage == 0) {
+                    peerNonce = Arrays.copyOf(got, RingAuthenticator.NONCE);
+                    byte[] mac = Arrays.copyOfRange(got, RingAuthenticator.NONCE, RingAuthenticator.CHALLENGE_REPLY);
+                    if (!RingAuthenticator.same(mac, auth.acceptorMac(index, myNonce, peerNonce))) {
+                        fail("failed authentication (it does not know this job's token)");
+                        return false;
+                    }
+                    out = ByteBuffer.allocate(RingAuthenticator.MAC).put(auth.connectorMac(index, peerNonce, myNonce)).flip();
+                    in = ByteBuffer.allocate(1);
+                    stage = 1;
+                } else {
+                    if (got[0] != RingAuthenticator.ACCEPTED) {
+                        fail("rejected this rank's authentication");
+                        return false;
+                    }
+                    finish();
+                }
+            }
+            return !finished;
+        }
+
+        private void finish() {
+            finished = true;
+            if (key != null) key.cancel();
+            if (acceptorSide) listenSlot.complete(channel);
+            else connectSlot.done(channel);
+        }
+
+        private void fail(String why) {
+            finished = true;
+            if (key != null) key.cancel();
+            if (acceptorSide) {
+                listenSlot.reject(this, why);
+            } else {
+                closeQuietly(channel);
+                connectSlot.authFailed(why.startsWith("closed") ? "closed the connection during authentication (it "
+                        + "rejected this rank's token)" : why);
+            }
+        }
+    }
+}

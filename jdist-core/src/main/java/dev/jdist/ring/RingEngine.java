@@ -1,0 +1,463 @@
+package dev.jdist.ring;
+
+import dev.jdist.DType;
+import dev.jdist.DeadlineExceededException;
+import dev.jdist.DistributedException;
+import dev.jdist.PeerLostException;
+import dev.jdist.ReduceOp;
+import dev.jdist.reduce.Reducer;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Moves the bytes of a {@link RingSchedule} over a ring's TCP connections (the transport half of
+ * the ring; the schedule is the algorithm half).
+ *
+ * <p>Design: every socket is non-blocking and registered with one {@link Selector} per group. The
+ * thread that issues an operation drives it: it writes and reads whatever the sockets accept on
+ * every stream (so all parts progress concurrently and each socket sends and receives at the same
+ * time — no deadlock on large messages), and sleeps in {@code select} when nothing can move, until
+ * a socket is ready or the progress deadline passes. No hand-off between threads, which keeps
+ * small operations fast; no busy spinning. Sockets read and write the arrays' {@link MemorySegment}s
+ * directly through {@link ByteBuffer} views (at most 1 GiB per call); received partial values land
+ * in a per-stream scratch buffer (allocated once per group, at most 32 MiB per group in all) and are
+ * combined into the work buffer in place with {@link Reducer} as soon as whole elements have
+ * arrived, while the next bytes are still on the way. Sending item i of a stream waits only for the
+ * bytes of received item i-1 it forwards, byte by byte.
+ *
+ * <p>Failure handling (spec §3.5): EOF, reset or any I/O error, or no byte of progress for the
+ * timeout while bytes are still expected, fails the operation, marks the group broken (later
+ * operations fail at once with the same cause) and closes every socket of the group so both
+ * neighbours fail too and the failure travels round the ring.
+ */
+final class RingEngine implements AutoCloseable {
+
+    static final long MAX_IO_BYTES = 1L << 30;
+    private static final long SCRATCH_PER_GROUP = 32L << 20;
+    private static final long SCRATCH_PER_STREAM_MAX = 8L << 20;
+    private static final long SCRATCH_MIN = 64L << 10;
+
+    private final int rank;
+    private final int leftRank;
+    private final int rightRank;
+    private final Socket[] left;
+    private final Socket[] right;
+    private final Selector selector;
+    private final long timeoutNanos;
+    private final String timeoutText;
+    private final RingLog log;
+    private final MemorySegment[] scratch;
+    private final long scratchCap;
+    private volatile DistributedException broken;
+    private volatile boolean closed;
+
+    /** One connection: the channel, its key, who uses it in the current operation, and what it is called in messages. */
+    static final class Socket {
+        final SocketChannel channel;
+        final SelectionKey key;
+        final String name;          // e.g. "left[0]"
+        final int peer;
+        final String address;       // the hostfile address this connection was made to
+        StreamRun sender;
+        StreamRun receiver;
+        int interest;
+
+        Socket(SocketChannel channel, SelectionKey key, String name, int peer, String address) {
+            this.channel = channel;
+            this.key = key;
+            this.name = name;
+            this.peer = peer;
+            this.address = address;
+        }
+
+        String describe() {
+            return "rank " + peer + " (" + address + ", connection " + name + ")";
+        }
+    }
+
+    /**
+     * @param leftAddresses  this rank's own addresses (where {@code left[j]} was accepted)
+     * @param rightAddresses the right neighbour's addresses ({@code right[j]} was connected to)
+     */
+    RingEngine(int rank, int leftRank, int rightRank, SocketChannel[] left, SocketChannel[] right,
+               List<String> leftAddresses, List<String> rightAddresses, long timeoutNanos, String timeoutText, RingLog log)
+            throws IOException {
+        this.rank = rank;
+        this.leftRank = leftRank;
+        this.rightRank = rightRank;
+        this.timeoutNanos = timeoutNanos;
+        this.timeoutText = timeoutText;
+        this.log = log;
+        this.selector = Selector.open();
+        this.left = new Socket[left.length];
+        this.right = new Socket[right.length];
+        for (int j = 0; j < left.length; j++) {
+            left[j].configureBlocking(false);
+            this.left[j] = new Socket(left[j], left[j].register(selector, 0), "left[" + j + "]", leftRank,
+                    leftAddresses.get(j));
+            this.left[j].key.attach(this.left[j]);
+        }
+        for (int j = 0; j < right.length; j++) {
+            right[j].configureBlocking(false);
+            this.right[j] = new Socket(right[j], right[j].register(selector, 0), "right[" + j + "]", rightRank,
+                    rightAddresses.get(j));
+            this.right[j].key.attach(this.right[j]);
+        }
+        int streams = 2 * Math.max(1, left.length);
+        this.scratch = new MemorySegment[streams];
+        this.scratchCap = Math.max(SCRATCH_MIN, Math.min(SCRATCH_PER_STREAM_MAX, SCRATCH_PER_GROUP / streams) & ~7L);
+    }
+
+    int connections() { return left.length; }
+
+    /** The failure that broke the group, or null. */
+    DistributedException broken() { return broken; }
+
+    /** Throws (a fresh exception of the same kind, caused by the first) when the group is broken or closed. */
+    void checkUsable(String opName) {
+        DistributedException b = broken;
+        if (b != null) {
+            String msg = "rank " + rank + ": " + opName + " cannot run: the ring group broke earlier: " + b.getMessage();
+            if (b instanceof DeadlineExceededException) throw new DeadlineExceededException(msg, b);
+            throw new PeerLostException(msg, b);
+        }
+        if (closed) throw new IllegalStateException("rank " + rank + ": " + opName + " on a closed ring group");
+    }
+
+    /**
+     * Runs {@code streams} over {@code work} (reduction items combine with {@code op} as
+     * {@code dtype}); returns when every byte has been sent and received.
+     */
+    void run(String opName, List<RingSchedule.Stream> streams, MemorySegment work, ReduceOp op, DType dtype) {
+        checkUsable(opName);
+        if (streams.isEmpty()) return;
+        List<StreamRun> runs = new ArrayList<>(streams.size());
+        try {
+            for (int i = 0; i < streams.size(); i++) {
+                RingSchedule.Stream s = streams.get(i);
+                Socket sendSock = s.sendOnLeft() ? left[s.connection()] : right[s.connection()];
+                Socket recvSock = s.sendOnLeft() ? right[s.connection()] : left[s.connection()];
+                StreamRun run = new StreamRun(s, work, op, dtype,
+                        s.sends().isEmpty() ? null : sendSock, s.recvs().isEmpty() ? null : recvSock,
+                        needsScratch(s) ? scratchFor(i, s) : null);
+                if (run.sendSock != null) {
+                    if (sendSock.sender != null) throw new IllegalStateException("two streams send on " + sendSock.name);
+                    sendSock.sender = run;
+                }
+                if (run.recvSock != null) {
+                    if (recvSock.receiver != null) throw new IllegalStateException("two streams receive on " + recvSock.name);
+                    recvSock.receiver = run;
+                }
+                runs.add(run);
+            }
+            drive(opName, runs);
+        } catch (DistributedException e) {
+            breakGroup(e);
+            throw e;
+        } finally {
+            for (StreamRun r : runs) {
+                if (r.sendSock != null) r.sendSock.sender = null;
+                if (r.recvSock != null) r.recvSock.receiver = null;
+            }
+        }
+    }
+
+    private static boolean needsScratch(RingSchedule.Stream s) {
+        for (RingSchedule.Item it : s.recvs()) if (it.reduce() && it.length() > 0) return true;
+        return false;
+    }
+
+    private MemorySegment scratchFor(int i, RingSchedule.Stream s) {
+        long need = 0;
+        for (RingSchedule.Item it : s.recvs()) need = Math.max(need, it.length());
+        long size = Math.min(scratchCap, Math.max(SCRATCH_MIN, (need + 7) & ~7L));
+        int slot = i % scratch.length;
+        if (scratch[slot] == null || scratch[slot].byteSize() < size) {
+            scratch[slot] = Arena.ofAuto().allocate(size, 64);
+        }
+        return scratch[slot];
+    }
+
+    private void drive(String opName, List<StreamRun> runs) {
+        long lastProgress = System.nanoTime();
+        try {
+            while (true) {
+                boolean progress = false;
+                boolean done = true;
+                for (int i = 0, m = runs.size(); i < m; i++) {
+                    StreamRun r = runs.get(i);
+                    progress |= r.pumpSend(opName);
+                    progress |= r.pumpRecv(opName);
+                    done &= r.done();
+                }
+                if (done) return;
+                long now = System.nanoTime();
+                if (progress) {
+                    lastProgress = now;
+                    continue;
+                }
+                for (int i = 0, m = runs.size(); i < m; i++) {
+                    StreamRun r = runs.get(i);
+                    if (r.sendSock != null) updateInterest(r.sendSock);
+                    if (r.recvSock != null) updateInterest(r.recvSock);
+                }
+                long waitNanos = timeoutNanos - (now - lastProgress);
+                if (waitNanos <= 0) throw deadline(opName, runs);
+                if (Thread.currentThread().isInterrupted()) {
+                    throw new PeerLostException("rank " + rank + ": " + opName + " was interrupted in the middle of the "
+                            + "operation; the ring's byte streams are now out of step, so the group is closed");
+                }
+                selector.select(Math.max(1, (waitNanos + 999_999) / 1_000_000));
+                selector.selectedKeys().clear();
+            }
+        } catch (IOException | ClosedSelectorException e) {
+            if (closed) throw new PeerLostException("rank " + rank + ": " + opName + " failed: the ring group was closed", e);
+            throw new PeerLostException("rank " + rank + ": " + opName + " failed: " + e, e);
+        }
+    }
+
+    private static void updateInterest(Socket s) {
+        int want = (s.sender != null && s.sender.wantsWrite ? SelectionKey.OP_WRITE : 0)
+                | (s.receiver != null && !s.receiver.recvDone() ? SelectionKey.OP_READ : 0);
+        if (want != s.interest) {
+            s.key.interestOps(want);
+            s.interest = want;
+        }
+    }
+
+    private DistributedException deadline(String opName, List<StreamRun> runs) {
+        List<String> waiting = new ArrayList<>();
+        for (StreamRun r : runs) {
+            if (r.recvSock != null && !r.recvDone()) {
+                waiting.add("receiving " + r.recvRemaining() + " more byte(s) from " + r.recvSock.describe());
+            }
+            if (r.sendSock != null && !r.sendDone() && r.wantsWrite) {
+                waiting.add("sending " + r.sendRemaining() + " more byte(s) to " + r.sendSock.describe()
+                        + ", which stopped reading");
+            }
+        }
+        return new DeadlineExceededException("rank " + rank + ": " + opName + " made no progress for " + timeoutText
+                + " s (JDIST_TIMEOUT) while " + String.join("; ", waiting) + ". The peer may be hung, stopped, "
+                + "unreachable, or running a different sequence of operations; raise JDIST_TIMEOUT if it is just slow. "
+                + "The group is closed.");
+    }
+
+    private PeerLostException lost(String opName, Socket s, boolean sending, String why, Throwable cause) {
+        return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + s.describe()
+                + " while " + (sending ? "sending" : "receiving") + ": " + why + ". Rank " + s.peer + " probably exited or "
+                + "crashed (or a rank further round the ring did, and its failure travelled here); check its output. "
+                + "The group is closed.", cause);
+    }
+
+    private void breakGroup(DistributedException e) {
+        if (broken == null) broken = e;
+        log.log("group broken: " + e.getMessage());
+        closeSockets();
+    }
+
+    private void closeSockets() {
+        for (Socket s : left) RingConnector.closeQuietly(s.channel);
+        for (Socket s : right) RingConnector.closeQuietly(s.channel);
+    }
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        closeSockets();
+        try {
+            selector.close();
+        } catch (IOException ignored) {
+            // best effort
+        }
+    }
+
+    // ------------------------------------------------------------------ one stream of one operation
+
+    /** The progress of one {@link RingSchedule.Stream}: positions in its send and receive item lists. */
+    final class StreamRun {
+        final List<RingSchedule.Item> sends;
+        final List<RingSchedule.Item> recvs;
+        final boolean chained;
+        final MemorySegment work;
+        final ReduceOp op;
+        final DType dtype;
+        final int itemSize;
+        final Socket sendSock;
+        final Socket recvSock;
+        final MemorySegment scratch;
+        final ByteBuffer scratchBuf;
+
+        int sendIdx;
+        long sendPos;
+        int recvIdx;
+        long recvPos;      // bytes of the current receive item that arrived
+        long recvDoneLen;  // bytes of the current receive item combined/stored
+        long scratchFill;
+        long scratchUsed;
+        boolean wantsWrite;
+
+        private ByteBuffer sendWindow;
+        private long sendWindowIndex = -1;
+        private ByteBuffer recvWindow;
+        private long recvWindowIndex = -1;
+
+        StreamRun(RingSchedule.Stream s, MemorySegment work, ReduceOp op, DType dtype, Socket sendSock, Socket recvSock,
+                  MemorySegment scratch) {
+            this.sends = s.sends();
+            this.recvs = s.recvs();
+            this.chained = s.chained();
+            this.work = work;
+            this.op = op;
+            this.dtype = dtype;
+            this.itemSize = dtype == null ? 1 : dtype.itemSize();
+            this.sendSock = sendSock;
+            this.recvSock = recvSock;
+            this.scratch = scratch;
+            this.scratchBuf = scratch == null ? null : scratch.asByteBuffer();
+        }
+
+        boolean sendDone() { return sendIdx >= sends.size(); }
+
+        boolean recvDone() { return recvIdx >= recvs.size(); }
+
+        boolean done() { return sendDone() && recvDone(); }
+
+        long sendRemaining() {
+            long rem = 0;
+            for (int i = sendIdx; i < sends.size(); i++) rem += sends.get(i).length();
+            return rem - sendPos;
+        }
+
+        long recvRemaining() {
+            long rem = 0;
+            for (int i = recvIdx; i < recvs.size(); i++) rem += recvs.get(i).length();
+            return rem - recvPos;
+        }
+
+        /** How many bytes of send item i may go out (it forwards received item i-1). */
+        private long sendable(int i, long len) {
+            if (!chained || i == 0) return len;
+            if (recvIdx > i - 1) return len;
+            if (recvIdx == i - 1) return recvDoneLen;
+            return 0;
+        }
+
+        boolean pumpSend(String opName) {
+            wantsWrite = false;
+            boolean progress = false;
+            while (sendIdx < sends.size()) {
+                RingSchedule.Item item = sends.get(sendIdx);
+                long len = item.length();
+                if (sendPos >= len) {
+                    sendIdx++;
+                    sendPos = 0;
+                    continue;
+                }
+                long limit = sendable(sendIdx, len);
+                if (sendPos >= limit) return progress;
+                ByteBuffer b = sendBuffer(item.offset() + sendPos, limit - sendPos);
+                int n;
+                try {
+                    n = sendSock.channel.write(b);
+                } catch (IOException e) {
+                    throw lost(opName, sendSock, true, String.valueOf(e.getMessage()), e);
+                }
+                if (n == 0) {
+                    wantsWrite = true;
+                    return progress;
+                }
+                sendPos += n;
+                progress = true;
+            }
+            return progress;
+        }
+
+        boolean pumpRecv(String opName) {
+            boolean progress = false;
+            while (recvIdx < recvs.size()) {
+                RingSchedule.Item item = recvs.get(recvIdx);
+                long len = item.length();
+                if (recvDoneLen >= len) {
+                    recvIdx++;
+                    recvPos = 0;
+                    recvDoneLen = 0;
+                    continue;
+                }
+                ByteBuffer b;
+                if (item.reduce()) {
+                    long want = Math.min(len - recvPos, scratch.byteSize() - scratchFill);
+                    b = scratchBuf;
+                    b.limit((int) (scratchFill + want)).position((int) scratchFill);
+                } else {
+                    b = recvBuffer(item.offset() + recvPos, len - recvPos);
+                }
+                int n;
+                try {
+                    n = recvSock.channel.read(b);
+                } catch (IOException e) {
+                    throw lost(opName, recvSock, false, String.valueOf(e.getMessage()), e);
+                }
+                if (n < 0) throw lost(opName, recvSock, false, "the peer closed the connection (EOF)", null);
+                if (n == 0) return progress;
+                progress = true;
+                recvPos += n;
+                if (item.reduce()) {
+                    scratchFill += n;
+                    long whole = (scratchFill - scratchUsed) / itemSize;
+                    if (whole > 0) {
+                        Reducer.reduce(op, dtype, work, item.offset() + recvDoneLen, scratch, scratchUsed, whole);
+                        recvDoneLen += whole * itemSize;
+                        scratchUsed += whole * itemSize;
+                    }
+                    if (scratchUsed == scratchFill && (scratchFill == scratch.byteSize() || recvDoneLen == len)) {
+                        scratchFill = 0;
+                        scratchUsed = 0;
+                    }
+                } else {
+                    recvDoneLen = recvPos;
+                }
+            }
+            return progress;
+        }
+
+        private ByteBuffer sendBuffer(long offset, long max) {
+            long w = offset / MAX_IO_BYTES;
+            if (w != sendWindowIndex) {
+                sendWindow = window(w);
+                sendWindowIndex = w;
+            }
+            return position(sendWindow, offset - w * MAX_IO_BYTES, max);
+        }
+
+        private ByteBuffer recvBuffer(long offset, long max) {
+            long w = offset / MAX_IO_BYTES;
+            if (w != recvWindowIndex) {
+                recvWindow = window(w);
+                recvWindowIndex = w;
+            }
+            return position(recvWindow, offset - w * MAX_IO_BYTES, max);
+        }
+
+        private ByteBuffer window(long w) {
+            long start = w * MAX_IO_BYTES;
+            return work.asSlice(start, Math.min(MAX_IO_BYTES, work.byteSize() - start)).asByteBuffer();
+        }
+
+        private static ByteBuffer position(ByteBuffer b, long rel, long max) {
+            long end = Math.min(b.capacity(), rel + max);
+            b.limit((int) end);
+            b.position((int) rel);
+            return b;
+        }
+    }
+}

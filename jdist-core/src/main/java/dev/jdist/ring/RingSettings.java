@@ -1,0 +1,88 @@
+package dev.jdist.ring;
+
+import dev.jdist.ConfigException;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * What the ring reads from the environment (spec collectives.md §3.1 and §9):
+ * {@code MLX_RANK}, {@code MLX_HOSTFILE}, {@code MLX_RING_VERBOSE} (MLX) and the jdist extensions
+ * {@code JDIST_TIMEOUT} (seconds; default {@value #DEFAULT_TIMEOUT_SECONDS}) and
+ * {@code JDIST_JOB_TOKEN} (turns on the connection handshake).
+ */
+public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Duration timeout, String jobToken) {
+
+    public static final String RANK = "MLX_RANK";
+    public static final String HOSTFILE = "MLX_HOSTFILE";
+    public static final String VERBOSE = "MLX_RING_VERBOSE";
+    public static final String TIMEOUT = "JDIST_TIMEOUT";
+    public static final String JOB_TOKEN = "JDIST_JOB_TOKEN";
+    /** Default deadline for connection set-up and for progress inside one operation. */
+    public static final long DEFAULT_TIMEOUT_SECONDS = 120;
+
+    public int size() { return hostfile.size(); }
+
+    public boolean authenticated() { return jobToken != null; }
+
+    /**
+     * Reads the settings, or empty when the ring is not configured ({@code MLX_RANK} or
+     * {@code MLX_HOSTFILE} unset) and {@code strict} is false.
+     */
+    public static Optional<RingSettings> fromEnvironment(boolean strict, Map<String, String> env) {
+        String rankText = env.get(RANK);
+        String hostfileText = env.get(HOSTFILE);
+        if (rankText == null || hostfileText == null) {
+            if (!strict) return Optional.empty();
+            throw new ConfigException("the ring backend is not configured: it needs both " + RANK + " and " + HOSTFILE
+                    + " (seen " + RANK + "=" + shown(rankText) + ", " + HOSTFILE + "=" + shown(hostfileText)
+                    + "); start the program with `jdist launch`, or set " + RANK + " to this process's rank and "
+                    + HOSTFILE + " to the JSON file listing every rank's addresses");
+        }
+        Duration timeout = parseTimeout(env.get(TIMEOUT));
+        int rank = parseRank(rankText);
+        if (hostfileText.isEmpty()) {
+            throw new ConfigException(HOSTFILE + " is set but empty; set it to the path of the ring hostfile");
+        }
+        RingHostfile hostfile = RingHostfile.read(Path.of(hostfileText));
+        if (rank >= hostfile.size()) {
+            throw new ConfigException(RANK + "=" + rank + " is too large for the " + hostfile.size() + "-rank ring in "
+                    + hostfileText + "; valid ranks are 0.." + (hostfile.size() - 1));
+        }
+        String token = env.get(JOB_TOKEN);
+        if (token != null && token.isEmpty()) token = null;
+        return Optional.of(new RingSettings(rank, hostfile, env.containsKey(VERBOSE), timeout, token));
+    }
+
+    static int parseRank(String text) {
+        String t = text;
+        if (t.isEmpty() || !t.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            throw new ConfigException(RANK + "=\"" + text + "\" is not a rank: it must be a non-negative decimal integer "
+                    + "such as 0, 1, 2");
+        }
+        try {
+            return Integer.parseInt(t);
+        } catch (NumberFormatException e) {
+            throw new ConfigException(RANK + "=\"" + text + "\" is too large to be a rank");
+        }
+    }
+
+    static Duration parseTimeout(String text) {
+        if (text == null || text.isBlank()) return Duration.ofSeconds(DEFAULT_TIMEOUT_SECONDS);
+        double seconds;
+        try {
+            seconds = Double.parseDouble(text.strip());
+        } catch (NumberFormatException e) {
+            seconds = Double.NaN;
+        }
+        if (!(seconds > 0) || Double.isInfinite(seconds) || seconds > 1e9) {
+            throw new ConfigException(TIMEOUT + "=\"" + text + "\" is not a positive number of seconds (e.g. 30 or 2.5); "
+                    + "unset it for the default of " + DEFAULT_TIMEOUT_SECONDS + " s");
+        }
+        return Duration.ofNanos((long) (seconds * 1e9));
+    }
+
+    private static String shown(String v) { return v == null ? "<unset>" : "\"" + v + "\""; }
+}

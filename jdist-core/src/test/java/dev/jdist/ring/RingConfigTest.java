@@ -1,0 +1,128 @@
+package dev.jdist.ring;
+
+import dev.jdist.ConfigException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** MLX_RANK / MLX_HOSTFILE / JDIST_TIMEOUT validation (spec §3.1): ConfigException naming file and item, before any socket. */
+@Timeout(30)
+class RingConfigTest {
+
+    @TempDir
+    Path dir;
+
+    private Path file(String json) throws Exception {
+        Path f = Files.createTempFile(dir, "hosts-", ".json");
+        Files.writeString(f, json);
+        return f;
+    }
+
+    private static Map<String, String> env(String rank, Path hostfile) {
+        Map<String, String> env = new HashMap<>();
+        if (rank != null) env.put("MLX_RANK", rank);
+        if (hostfile != null) env.put("MLX_HOSTFILE", hostfile.toString());
+        return env;
+    }
+
+    @Test
+    void notConfiguredIsEmptyUnlessStrict() {
+        assertThat(new RingBackend().init(false, Map.of())).isEmpty();
+        assertThat(new RingBackend().init(false, Map.of("MLX_RANK", "0"))).isEmpty();
+        assertThatThrownBy(() -> new RingBackend().init(true, Map.of("MLX_RANK", "3")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("MLX_RANK").hasMessageContaining("MLX_HOSTFILE")
+                .hasMessageContaining("\"3\"").hasMessageContaining("<unset>");
+        assertThat(new RingBackend().isAvailable()).isTrue();
+        assertThat(new RingBackend().name()).isEqualTo("ring");
+    }
+
+    @Test
+    void missingFile() {
+        Path missing = dir.resolve("nope.json");
+        assertThatThrownBy(() -> new RingBackend().init(false, env("0", missing)))
+                .isInstanceOf(ConfigException.class).hasMessageContaining(missing.toString()).hasMessageContaining("does not exist");
+    }
+
+    @Test
+    void notJsonNamesThePosition() throws Exception {
+        Path f = file("[[\"127.0.0.1:1000\"],\n [\"127.0.0.1:1001\"");
+        assertThatThrownBy(() -> new RingBackend().init(false, env("0", f)))
+                .isInstanceOf(ConfigException.class).hasMessageContaining(f.toString()).hasMessageContaining("line 2");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"", "   ", "[]", "{}", "[1, 2]", "[[\"127.0.0.1:1000\"], [3]]", "[[\"127.0.0.1:1000\"], []]",
+            "[[\"127.0.0.1\"]]", "[[\"127.0.0.1:http\"]]", "[[\"127.0.0.1:70000\"]]", "[[\"::1:5000\"]]",
+            "[[\"[::1]:5000\"]]", "[[\"no-such-host.invalid:5000\"]]",
+            "[[\"127.0.0.1:1000\", \"127.0.0.1:1001\"], [\"127.0.0.1:1002\"]]"})
+    void badHostfilesAreConfigErrors(String json) throws Exception {
+        Path f = file(json);
+        assertThatThrownBy(() -> new RingBackend().init(false, env("0", f)))
+                .isInstanceOf(ConfigException.class).hasMessageContaining(f.toString());
+    }
+
+    @Test
+    void messagesNameTheItem() throws Exception {
+        Path f = file("[[\"127.0.0.1:1000\"], [\"127.0.0.1\"]]");
+        assertThatThrownBy(() -> new RingBackend().init(false, env("0", f)))
+                .hasMessageContaining("rank 1").hasMessageContaining("\"127.0.0.1\"").hasMessageContaining("':'");
+        Path g = file("[[\"127.0.0.1:1000\", \"127.0.0.1:1001\"], [\"127.0.0.1:1002\"], [\"127.0.0.1:1003\"]]");
+        assertThatThrownBy(() -> new RingBackend().init(false, env("1", g)))
+                .hasMessageContaining("ranks 0 and 1").hasMessageContaining("2 and 1");
+        Path h = file("[[\"127.0.0.1:1000\"], [\"127.0.0.1:1001\", \"127.0.0.1:1004\"], [\"127.0.0.1:1003\"]]");
+        assertThatThrownBy(() -> new RingBackend().init(false, env("0", h))).hasMessageContaining("ranks 0 and 1");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"-1", "x", "1x", " 1", "1.0", "", "99999999999", "2"})
+    void badRanks(String rank) throws Exception {
+        Path f = file("[[\"127.0.0.1:1000\"], [\"127.0.0.1:1001\"]]");
+        assertThatThrownBy(() -> new RingBackend().init(false, env(rank, f)))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("MLX_RANK");
+    }
+
+    @Test
+    void rankTooLargeNamesRankAndSize() throws Exception {
+        Path f = file("[[\"127.0.0.1:1000\"], [\"127.0.0.1:1001\"]]");
+        assertThatThrownBy(() -> new RingBackend().init(false, env("5", f))).hasMessageContaining("5").hasMessageContaining("2-rank");
+    }
+
+    @Test
+    void namesAndBareStringsAreAccepted() throws Exception {
+        RingHostfile hf = RingHostfile.parse(Path.of("x.json"), "[\"localhost:1000\", [\"127.0.0.2:1001\"]]");
+        assertThat(hf.size()).isEqualTo(2);
+        assertThat(hf.addresses(0).getFirst().socketAddress().getAddress().getHostAddress()).isEqualTo("127.0.0.1");
+        assertThat(hf.addresses(1).getFirst().port()).isEqualTo(1001);
+    }
+
+    @Test
+    void timeoutParsing() {
+        assertThat(RingSettings.parseTimeout(null)).isEqualTo(Duration.ofSeconds(RingSettings.DEFAULT_TIMEOUT_SECONDS));
+        assertThat(RingSettings.parseTimeout("2.5")).isEqualTo(Duration.ofMillis(2500));
+        for (String bad : new String[] {"0", "-3", "abc", "NaN", "Infinity"}) {
+            assertThatThrownBy(() -> RingSettings.parseTimeout(bad)).isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("JDIST_TIMEOUT");
+        }
+    }
+
+    @Test
+    void oneRankHostfileIsAOneRankGroupWithoutSockets() throws Exception {
+        Path f = file("[[\"127.0.0.1:1\"]]");   // one rank: no listener, no connection
+        var g = new RingBackend().init(true, env("0", f)).orElseThrow();
+        assertThat(g.size()).isEqualTo(1);
+        assertThat(g.rank()).isZero();
+        g.close();
+    }
+}

@@ -1,0 +1,65 @@
+package dev.jdist.ring;
+
+import dev.jdist.Array;
+import dev.jdist.DType;
+import dev.jdist.ReduceOp;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Rings of 2..4 ranks in one JVM (a thread per rank) over loopback: values of every op. */
+@Timeout(120)
+class RingInProcessTest {
+
+    @TempDir
+    Path dir;
+
+    @ParameterizedTest
+    @CsvSource({"2,1", "2,2", "3,1", "3,2", "4,1"})
+    void allOpsAgree(int n, int k) throws Exception {
+        Path hf = RingTestSupport.hostfile(dir, n, k);
+        List<String> failures = RingTestSupport.onEveryRank(hf, n, Map.of(), g -> {
+            StringBuilder bad = new StringBuilder();
+            int r = g.rank();
+            for (int e : new int[] {0, 1, n - 1, n, 10, 1000, 3 * 262144 * 2 * 2 / 4 + 13}) {
+                float[] v = new float[e];
+                for (int i = 0; i < e; i++) v[i] = (i % 7) + r;
+                Array in = Array.fromFloats(v, e);
+                Array out = Array.zeros(DType.FLOAT32, e);
+                g.allReduce(in, out, ReduceOp.SUM);
+                for (int i = 0; i < e; i++) {
+                    float want = n * (i % 7) + n * (n - 1) / 2f;
+                    if (out.getDouble(i) != want) {
+                        bad.append("rank ").append(r).append(" E=").append(e).append(" i=").append(i).append(" got ")
+                                .append(out.getDouble(i)).append(" want ").append(want).append('\n');
+                        break;
+                    }
+                }
+                g.allReduce(in, out, ReduceOp.MAX);
+                for (int i = 0; i < e; i++) {
+                    if (out.getDouble(i) != (i % 7) + n - 1) { bad.append("max E=" + e + " i=" + i + "\n"); break; }
+                }
+                Array gathered = Array.zeros(DType.FLOAT32, e * n);
+                g.allGather(in, gathered);
+                for (int q = 0; q < n; q++) {
+                    for (int i = 0; i < e; i++) {
+                        if (gathered.getDouble((long) q * e + i) != (i % 7) + q) {
+                            bad.append("gather E=" + e + " q=" + q + " i=" + i + "\n");
+                            q = n;
+                            break;
+                        }
+                    }
+                }
+            }
+            return bad.toString();
+        });
+        assertThat(String.join("", failures)).isEmpty();
+    }
+}

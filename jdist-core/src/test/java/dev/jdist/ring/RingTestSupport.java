@@ -1,0 +1,90 @@
+package dev.jdist.ring;
+
+import dev.jdist.spi.GroupImpl;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+/** Test helpers: free loopback ports, hostfiles, in-process rings (one thread per rank). */
+public final class RingTestSupport {
+    private RingTestSupport() {}
+
+    /** Ports that were free a moment ago (bind port 0 on 127.0.0.1, close). */
+    public static int[] freePorts(int count) throws IOException {
+        int[] ports = new int[count];
+        List<ServerSocket> open = new ArrayList<>();
+        try {
+            for (int i = 0; i < count; i++) {
+                ServerSocket s = new ServerSocket();
+                s.setReuseAddress(true);
+                s.bind(new InetSocketAddress("127.0.0.1", 0));
+                open.add(s);
+                ports[i] = s.getLocalPort();
+            }
+        } finally {
+            for (ServerSocket s : open) s.close();
+        }
+        return ports;
+    }
+
+    /** A hostfile of n ranks with k loopback addresses each, on free ports. */
+    public static Path hostfile(Path dir, int n, int k) throws IOException {
+        int[] ports = freePorts(n * k);
+        StringBuilder sb = new StringBuilder("[\n");
+        for (int q = 0; q < n; q++) {
+            sb.append("  [");
+            for (int j = 0; j < k; j++) {
+                sb.append(j > 0 ? ", " : "").append("\"127.0.0.1:").append(ports[q * k + j]).append('"');
+            }
+            sb.append(q < n - 1 ? "],\n" : "]\n");
+        }
+        sb.append("]\n");
+        Path f = Files.createTempFile(dir, "ring-" + n + "x" + k + "-", ".json");
+        Files.writeString(f, sb.toString());
+        return f;
+    }
+
+    public static Map<String, String> env(int rank, Path hostfile, String timeoutSeconds) {
+        Map<String, String> env = new HashMap<>();
+        env.put("MLX_RANK", Integer.toString(rank));
+        env.put("MLX_HOSTFILE", hostfile.toString());
+        if (timeoutSeconds != null) env.put("JDIST_TIMEOUT", timeoutSeconds);
+        return env;
+    }
+
+    /** Forms an n-rank ring in this JVM (one thread per rank) and runs {@code body} on every rank. */
+    public static <T> List<T> onEveryRank(Path hostfile, int n, Map<String, String> extraEnv,
+                                          Function<GroupImpl, T> body) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<T>> fs = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                int rank = r;
+                fs.add(pool.submit(() -> {
+                    Map<String, String> env = env(rank, hostfile, "20");
+                    env.putAll(extraEnv);
+                    try (GroupImpl g = new RingBackend().init(true, env).orElseThrow()) {
+                        return body.apply(g);
+                    }
+                }));
+            }
+            List<T> out = new ArrayList<>();
+            for (Future<T> f : fs) out.add(f.get(60, TimeUnit.SECONDS));
+            return out;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+}
