@@ -1,0 +1,270 @@
+package dev.jdist.jaccl;
+
+import dev.jdist.DeadlineExceededException;
+import dev.jdist.DistributedException;
+import dev.jdist.PeerLostException;
+
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Moves streams of whole frames over an {@link RdmaTransport}, two frames in flight per stream
+ * (spec collectives.md §4.4): receives are posted before sends, a slot is re-posted as soon as it is
+ * consumed, every completion's status is checked (an error is {@link PeerLostException}), and no
+ * completion on any queue pair for {@code JDIST_TIMEOUT} while work is outstanding is a
+ * {@link DeadlineExceededException} naming the peers still owed. Either failure marks the engine
+ * broken: every later operation fails at once with the same cause.
+ *
+ * <p>All streams of one step run in the calling thread, which polls every involved completion
+ * queue in turn (MLX uses one thread per ring wire; the bytes on the wire are the same).
+ */
+final class FrameEngine {
+    enum Role { DATA, SCATTER_SEND, SCATTER_RECV, RING_SEND, RING_RECV }
+
+    /** Fills frame {@code frame} of a send stream into {@code buf}. */
+    interface FrameSource {
+        void fill(long frame, MemorySegment buf);
+    }
+
+    /** Consumes frame {@code frame} of a receive stream; returns true to release the slot now. */
+    interface FrameSink {
+        boolean consume(long frame, MemorySegment buf);
+    }
+
+    /** One sequence of frames sent to one or more connections from the same two slots (a broadcast when several). */
+    static final class SendStream {
+        final int[] conns;
+        final int tag;
+        final long frames;
+        final RdmaTransport.Buffer[] slots;
+        final FrameSource source;
+        final long[] completed;
+        long posted;
+
+        SendStream(int[] conns, int tag, long frames, RdmaTransport.Buffer[] slots, FrameSource source) {
+            this.conns = conns;
+            this.tag = tag;
+            this.frames = frames;
+            this.slots = slots;
+            this.source = source;
+            this.completed = new long[conns.length];
+        }
+
+        long minCompleted() {
+            long m = Long.MAX_VALUE;
+            for (long c : completed) m = Math.min(m, c);
+            return conns.length == 0 ? frames : m;
+        }
+
+        boolean done() { return minCompleted() >= frames; }
+    }
+
+    /** One sequence of frames received on one connection into two slots. */
+    static final class RecvStream {
+        final int conn;
+        final int tag;
+        final long frames;
+        final RdmaTransport.Buffer[] slots;
+        final FrameSink sink;
+        long posted, arrived, released;
+
+        RecvStream(int conn, int tag, long frames, RdmaTransport.Buffer[] slots, FrameSink sink) {
+            this.conn = conn;
+            this.tag = tag;
+            this.frames = frames;
+            this.slots = slots;
+            this.sink = sink;
+        }
+
+        /** The slot buffer holding frame {@code f} (valid between its arrival and its release). */
+        MemorySegment frame(long f) { return slots[(int) (f % Frames.SLOTS)].segment(); }
+
+        boolean done() { return released >= frames; }
+    }
+
+    private final RdmaTransport transport;
+    private final int rank;
+    private final Duration timeout;
+    private final Map<Long, RdmaTransport.Buffer[]> buffers = new HashMap<>();
+    private final long[] wrIds = new long[32];
+    private final int[] statuses = new int[32];
+    private volatile DistributedException broken;
+
+    FrameEngine(RdmaTransport transport, int rank, Duration timeout) {
+        this.transport = transport;
+        this.rank = rank;
+        this.timeout = timeout;
+    }
+
+    int rank() { return rank; }
+
+    RdmaTransport transport() { return transport; }
+
+    /** The two slot buffers of a role, index (peer or direction×wire) and frame class; allocated and registered on first use. */
+    RdmaTransport.Buffer[] slots(Role role, int index, int frameClass) {
+        long key = ((long) role.ordinal() << 40) | ((long) index << 8) | frameClass;
+        return buffers.computeIfAbsent(key, k -> {
+            RdmaTransport.Buffer[] b = new RdmaTransport.Buffer[Frames.SLOTS];
+            for (int s = 0; s < Frames.SLOTS; s++) b[s] = transport.allocate(Frames.size(frameClass));
+            return b;
+        });
+    }
+
+    /** Fails fast when an earlier operation broke the group. */
+    void checkHealthy() {
+        DistributedException b = broken;
+        if (b != null) {
+            throw b instanceof DeadlineExceededException
+                    ? new DeadlineExceededException("the JACCL group is broken by an earlier failure: " + b.getMessage(), b)
+                    : new PeerLostException("the JACCL group is broken by an earlier failure: " + b.getMessage(), b);
+        }
+    }
+
+    void markBroken(DistributedException e) {
+        if (broken == null) broken = e;
+    }
+
+    /**
+     * Runs streams to completion. {@code afterPoll} (may be null) runs after each polling round and
+     * returns whether it made progress (it may release held receive frames).
+     */
+    void run(String what, List<SendStream> sends, List<RecvStream> recvs, BooleanSupplier afterPoll) {
+        checkHealthy();
+        try {
+            run0(what, sends, recvs, afterPoll);
+        } catch (DistributedException e) {
+            markBroken(e);
+            throw e;
+        }
+    }
+
+    private void run0(String what, List<SendStream> sends, List<RecvStream> recvs, BooleanSupplier afterPoll) {
+        Map<Integer, SendStream> sendOn = new HashMap<>();
+        Map<Integer, Integer> sendIndex = new HashMap<>();
+        Map<Integer, RecvStream> recvOn = new HashMap<>();
+        Set<Integer> conns = new LinkedHashSet<>();
+        for (SendStream s : sends) {
+            if (s.frames == 0) continue;
+            for (int i = 0; i < s.conns.length; i++) {
+                if (sendOn.put(s.conns[i], s) != null) throw new IllegalStateException("two send streams on connection " + s.conns[i]);
+                sendIndex.put(s.conns[i], i);
+                conns.add(s.conns[i]);
+            }
+        }
+        for (RecvStream r : recvs) {
+            if (r.frames == 0) continue;
+            if (recvOn.put(r.conn, r) != null) throw new IllegalStateException("two receive streams on connection " + r.conn);
+            conns.add(r.conn);
+        }
+        int[] polled = conns.stream().mapToInt(Integer::intValue).toArray();
+        // receives first, then sends
+        for (RecvStream r : recvs) postReceives(r);
+        for (SendStream s : sends) postSends(s);
+
+        long lastProgress = System.nanoTime();
+        int idle = 0;
+        while (true) {
+            boolean all = true;
+            for (SendStream s : sends) all &= s.done();
+            for (RecvStream r : recvs) all &= r.done();
+            if (all) return;
+
+            boolean progressed = false;
+            for (int conn : polled) {
+                int n = transport.poll(conn, wrIds, statuses);
+                for (int i = 0; i < n; i++) {
+                    progressed = true;
+                    long id = wrIds[i];
+                    int kind = Frames.kindOf(id);
+                    if (statuses[i] != 0) {
+                        throw new PeerLostException("JACCL rank " + rank + ": a " + (kind == Frames.KIND_SEND ? "send to " : "receive from ")
+                                + transport.describe(conn) + " completed with " + transport.statusText(statuses[i]) + " during " + what
+                                + "; the peer process is gone or the link failed");
+                    }
+                    if (kind == Frames.KIND_SEND && sendOn.containsKey(conn)) {
+                        SendStream s = sendOn.get(conn);
+                        int idx = sendIndex.get(conn);
+                        checkSlot(id, s.completed[idx], conn, what);
+                        s.completed[idx]++;
+                    } else if (kind == Frames.KIND_RECV && recvOn.containsKey(conn)) {
+                        RecvStream r = recvOn.get(conn);
+                        checkSlot(id, r.arrived, conn, what);
+                        long f = r.arrived++;
+                        if (r.released == f && r.sink.consume(f, r.frame(f))) r.released++;
+                    } else {
+                        throw new PeerLostException("JACCL rank " + rank + ": unexpected completion (work request 0x" + Long.toHexString(id)
+                                + ") from " + transport.describe(conn) + " during " + what + "; the ranks are not running the same operations");
+                    }
+                }
+            }
+            if (afterPoll != null && afterPoll.getAsBoolean()) progressed = true;
+            for (RecvStream r : recvs) postReceives(r);
+            for (SendStream s : sends) postSends(s);
+
+            if (progressed) {
+                lastProgress = System.nanoTime();
+                idle = 0;
+            } else {
+                if (System.nanoTime() - lastProgress > timeout.toNanos()) throw stalled(what, sends, recvs);
+                backoff(idle++);
+            }
+        }
+    }
+
+    private void checkSlot(long id, long expectedFrame, int conn, String what) {
+        if (Frames.slotOf(id) != (int) (expectedFrame % Frames.SLOTS)) {
+            throw new PeerLostException("JACCL rank " + rank + ": completion for slot " + Frames.slotOf(id) + " out of order on "
+                    + transport.describe(conn) + " during " + what);
+        }
+    }
+
+    private void postReceives(RecvStream r) {
+        while (r.posted < r.frames && r.posted - r.released < Frames.SLOTS) {
+            int slot = (int) (r.posted % Frames.SLOTS);
+            transport.postRecv(r.conn, r.slots[slot], Frames.wrId(Frames.KIND_RECV, slot, r.tag));
+            r.posted++;
+        }
+    }
+
+    private void postSends(SendStream s) {
+        while (s.posted < s.frames && s.posted - s.minCompleted() < Frames.SLOTS) {
+            int slot = (int) (s.posted % Frames.SLOTS);
+            s.source.fill(s.posted, s.slots[slot].segment());
+            for (int conn : s.conns) {
+                transport.postSend(conn, s.slots[slot], Frames.wrId(Frames.KIND_SEND, slot, s.tag >= 0 ? s.tag : conn));
+            }
+            s.posted++;
+        }
+    }
+
+    private DeadlineExceededException stalled(String what, List<SendStream> sends, List<RecvStream> recvs) {
+        List<String> owed = new ArrayList<>();
+        for (RecvStream r : recvs) {
+            if (r.arrived < r.frames) owed.add("data from " + transport.describe(r.conn) + " (" + r.arrived + "/" + r.frames + " frames)");
+        }
+        for (SendStream s : sends) {
+            for (int i = 0; i < s.conns.length; i++) {
+                if (s.completed[i] < s.frames) {
+                    owed.add("send completions to " + transport.describe(s.conns[i]) + " (" + s.completed[i] + "/" + s.frames + ")");
+                }
+            }
+        }
+        return new DeadlineExceededException("JACCL rank " + rank + ": no progress for " + TcpSideChannel.human(timeout)
+                + " (JDIST_TIMEOUT) during " + what + ", still waiting for " + String.join(", ", owed)
+                + "; that rank has probably died or stopped calling collectives");
+    }
+
+    private static void backoff(int idle) {
+        if (idle < 256) Thread.onSpinWait();
+        else if (idle < 512) Thread.yield();
+        else LockSupport.parkNanos(Math.min(1_000_000L, 10_000L * (idle - 511)));
+    }
+}
