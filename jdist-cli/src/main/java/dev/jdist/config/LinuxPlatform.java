@@ -20,15 +20,15 @@ public final class LinuxPlatform implements HostPlatform {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /**
-     * Prints one line per Thunderbolt network interface: {@code IFNAME LOCAL_UUID REMOTE_UUID SPEED}. The interface's
+     * Prints one line per Thunderbolt network interface: {@code IFNAME LOCAL_UUID REMOTE_UUID LANE_SPEED LANES}. The interface's
      * device is an XDomain service ({@code 0-1.0}); its parent is the XDomain ({@code 0-1}, the remote host's
      * {@code unique_id}) whose parent is the local host router ({@code 0-0}, our {@code unique_id}).
      */
     static final String THUNDERBOLT_SCRIPT = "for n in /sys/class/net/*; do"
             + " d=$(readlink -f \"$n/device\" 2>/dev/null) || continue;"
             + " case \"$d\" in */thunderbolt/*)"
-            + " x=$(dirname \"$d\"); s=$(cat \"$x/rx_speed\" 2>/dev/null | tr -d ' ');"
-            + " echo \"${n##*/} $(cat \"$(dirname \"$x\")/unique_id\" 2>/dev/null) $(cat \"$x/unique_id\" 2>/dev/null) ${s:--}\";;"
+            + " x=$(dirname \"$d\"); s=$(cat \"$x/rx_speed\" 2>/dev/null | tr -d ' '); l=$(cat \"$x/rx_lanes\" 2>/dev/null);"
+            + " echo \"${n##*/} $(cat \"$(dirname \"$x\")/unique_id\" 2>/dev/null) $(cat \"$x/unique_id\" 2>/dev/null) ${s:--} ${l:-1}\";;"
             + " esac; done";
 
     @Override
@@ -100,7 +100,12 @@ public final class LinuxPlatform implements HostPlatform {
             String local = f[1];
             String remote = f[2];
             int k = seen.merge(local + ">" + remote, 1, Integer::sum) - 1;
-            String speed = f.length > 3 && !"-".equals(f[3]) ? "Up to " + f[3].replace("Gb/s", " Gb/s") : null;
+            String speed = null;
+            if (f.length > 3 && !"-".equals(f[3])) {
+                int lanes = f.length > 4 && f[4].matches("[1-9]") ? Integer.parseInt(f[4]) : 1;
+                long total = Math.round(ThunderboltPort.gigabits(f[3].replace("Gb/s", " Gb/s")) * (double) lanes);
+                speed = "Up to " + total + " Gb/s"; // rx_speed is per lane
+            }
             ports.add(new ThunderboltPort(f[0], f[0], local + ">" + remote + "#" + k, remote + ">" + local + "#" + k, speed));
         }
         return new HostWiring(host, ports);
@@ -132,14 +137,22 @@ public final class LinuxPlatform implements HostPlatform {
             }
         }
         String out = calls.run(host, "ibv_devices").stdout();
+        return new RdmaReport(ibvDeviceNames(out), Map.of());
+    }
+
+    /** The device names {@code ibv_devices} lists below its {@code ------} header line (anything else is a message). */
+    static List<String> ibvDeviceNames(String out) {
         List<String> devices = new ArrayList<>();
+        boolean table = false;
         for (String line : out.split("\n")) {
             String[] f = line.strip().split("\\s+");
-            if (f.length >= 1 && !f[0].isEmpty() && !f[0].equals("device") && !f[0].startsWith("---")) {
+            if (f[0].startsWith("---")) {
+                table = true;
+            } else if (table && !f[0].isEmpty()) {
                 devices.add(f[0]);
             }
         }
-        return new RdmaReport(devices, Map.of());
+        return devices;
     }
 
     @Override

@@ -31,7 +31,7 @@ public record ThunderboltPort(String iface, String portName, String uuid, String
         if (speed == null) {
             return 0;
         }
-        var m = java.util.regex.Pattern.compile("(\\d+)\\s*Gb/s").matcher(speed);
-        return m.find() ? Integer.parseInt(m.group(1)) : 0;
+        var m = java.util.regex.Pattern.compile("(\\d+(?:\\.\\d+)?)\\s*Gb/s").matcher(speed);
+        return m.find() ? (int) Math.round(Double.parseDouble(m.group(1))) : 0;
     }
 }
