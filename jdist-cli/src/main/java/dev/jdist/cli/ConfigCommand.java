@@ -49,11 +49,11 @@ public final class ConfigCommand implements Callable<Integer> {
             description = "Thunderbolt only: require this backend (default: the best the wiring and RDMA allow).")
     String backend;
 
-    @Option(names = "--auto-setup", negatable = true,
+    @Option(names = "--auto-setup", negatable = true, arity = "0",
             description = "Run the interface commands over ssh (needs passwordless sudo); the last of --[no-]auto-setup wins.")
     boolean autoSetup;
 
-    @Option(names = "--dot", description = "Thunderbolt only: print the wiring as a GraphViz graph and exit.")
+    @Option(names = "--dot", arity = "0", description = "Thunderbolt only: print the wiring as a GraphViz graph and exit.")
     boolean dot;
 
     @Option(names = "--output-hostfile", paramLabel = "PATH",
@@ -63,14 +63,14 @@ public final class ConfigCommand implements Callable<Integer> {
     @Option(names = "--env", paramLabel = "NAME=VALUE", description = "Copied into the hostfile's envs; repeatable.")
     List<String> envs = new ArrayList<>();
 
-    @Option(names = "--ignore-unreachable", description = "Drop hosts ssh cannot reach instead of failing.")
+    @Option(names = "--ignore-unreachable", arity = "0", description = "Drop hosts ssh cannot reach instead of failing.")
     boolean ignoreUnreachable;
 
     @Option(names = "--platform", paramLabel = "macos|linux", defaultValue = "macos",
             description = "The hosts' operating system (default: ${DEFAULT-VALUE}); linux uses ip, sysfs and rdma.")
     String platform;
 
-    @Option(names = "--verbose", description = "Print an INFO line for every step on stderr.")
+    @Option(names = "--verbose", arity = "0", description = "Print an INFO line for every step on stderr.")
     boolean verbose;
 
     @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help and exit.")

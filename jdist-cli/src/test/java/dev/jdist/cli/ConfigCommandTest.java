@@ -70,6 +70,13 @@ class ConfigCommandTest {
     }
 
     @Test
+    void flagsTakeNoValue() {
+        assertThat(run("--verbose=1", "--hosts", "a")).isEqualTo(2);
+        assertThat(run("--dot=true", "--hosts", "a")).isEqualTo(2);
+        assertThat(sent).isEmpty();
+    }
+
+    @Test
     void ambiguousPrefixNamesTheCandidates() {
         assertThat(run("--host", "a")).isEqualTo(2);
         assertThat(usage.toString()).contains("ambiguous option: --host could match --hosts, --hostfile");
