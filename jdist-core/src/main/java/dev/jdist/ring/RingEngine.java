@@ -227,7 +227,7 @@ final class RingEngine implements AutoCloseable {
 
     private static void updateInterest(Socket s) {
         int want = (s.sender != null && s.sender.wantsWrite ? SelectionKey.OP_WRITE : 0)
-                | (s.receiver != null && !s.receiver.recvDone() ? SelectionKey.OP_READ : 0);
+                | (s.receiver != null && s.receiver.wantsRead ? SelectionKey.OP_READ : 0);
         if (want != s.interest) {
             s.key.interestOps(want);
             s.interest = want;
@@ -297,8 +297,11 @@ final class RingEngine implements AutoCloseable {
         final MemorySegment scratch;
         final ByteBuffer scratchBuf;
 
+        /** recvGuard[i]: the send item that must be fully written before receive item i may land (it reads the same bytes), or -1. */
+        final int[] recvGuard;
         int sendIdx;
         long sendPos;
+        boolean wantsRead;
         int recvIdx;
         long recvPos;      // bytes of the current receive item that arrived
         long recvDoneLen;  // bytes of the current receive item combined/stored
@@ -324,6 +327,34 @@ final class RingEngine implements AutoCloseable {
             this.recvSock = recvSock;
             this.scratch = scratch;
             this.scratchBuf = scratch == null ? null : scratch.asByteBuffer();
+            this.recvGuard = guards(sends, recvs);
+        }
+
+        /**
+         * For each receive item, the latest send item at or before the same position that covers any
+         * of its bytes: data must not land in the work buffer while an earlier send of those bytes is
+         * unwritten. A correct peer never sends that early (its bytes depend on ours), but a wrong or
+         * hostile one could, so the engine leaves such bytes in the kernel until it is safe.
+         */
+        private static int[] guards(List<RingSchedule.Item> sends, List<RingSchedule.Item> recvs) {
+            int[] g = new int[recvs.size()];
+            for (int i = 0; i < g.length; i++) {
+                g[i] = -1;
+                RingSchedule.Item r = recvs.get(i);
+                if (r.length() == 0) continue;
+                for (int j = Math.min(i, sends.size() - 1); j >= 0; j--) {
+                    RingSchedule.Item s = sends.get(j);
+                    if (s.length() > 0 && s.offset() < r.offset() + r.length() && r.offset() < s.offset() + s.length()) {
+                        g[i] = j;
+                        break;
+                    }
+                }
+            }
+            return g;
+        }
+
+        private boolean sendItemWritten(int j) {
+            return sendIdx > j || (sendIdx == j && sendPos >= sends.get(j).length());
         }
 
         boolean sendDone() { return sendIdx >= sends.size(); }
@@ -384,6 +415,7 @@ final class RingEngine implements AutoCloseable {
 
         boolean pumpRecv(String opName) {
             boolean progress = false;
+            wantsRead = false;
             while (recvIdx < recvs.size()) {
                 RingSchedule.Item item = recvs.get(recvIdx);
                 long len = item.length();
@@ -393,6 +425,8 @@ final class RingEngine implements AutoCloseable {
                     recvDoneLen = 0;
                     continue;
                 }
+                int guard = recvGuard[recvIdx];
+                if (guard >= 0 && !sendItemWritten(guard)) return progress;
                 ByteBuffer b;
                 if (item.reduce()) {
                     long want = Math.min(len - recvPos, scratch.byteSize() - scratchFill);
@@ -408,7 +442,10 @@ final class RingEngine implements AutoCloseable {
                     throw lost(opName, recvSock, false, String.valueOf(e.getMessage()), e);
                 }
                 if (n < 0) throw lost(opName, recvSock, false, "the peer closed the connection (EOF)", null);
-                if (n == 0) return progress;
+                if (n == 0) {
+                    wantsRead = true;
+                    return progress;
+                }
                 progress = true;
                 recvPos += n;
                 if (item.reduce()) {
