@@ -8,6 +8,6 @@ public class AllSum {
     public static void main(String[] args) {
         Group world = Distributed.init();
         Array x = world.allSum(Array.ones(DType.FLOAT32, 10));
-        System.out.println(world.rank() + " " + x);
+        System.out.print(world.rank() + " " + x + "\n");   // one write: whole lines under jdist launch
     }
 }

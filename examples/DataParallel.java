@@ -93,16 +93,16 @@ public class DataParallel {
                 && java.util.Arrays.equals(min.toBytes(), flat.toBytes());
         CRC32 crc = new CRC32();
         crc.update(flat.toBytes());
-        System.out.printf("rank %d of %d: weights crc32=%08x%n", rank, n, crc.getValue());
+        line(System.out, "rank %d of %d: weights crc32=%08x", rank, n, crc.getValue());
         if (rank == 0) {
-            System.out.printf("loss %.8f after %d iterations (initial %.8f); %d ranks x %d examples; %.1f it/s%n",
+            line(System.out, "loss %.8f after %d iterations (initial %.8f); %d ranks x %d examples; %.1f it/s",
                     finalLoss, ITERATIONS, initialLoss, n, rows, ITERATIONS / seconds);
         }
         if (!identical) {
-            System.err.printf("rank %d: weights differ from another rank's after training%n", rank);
+            line(System.err, "rank %d: weights differ from another rank's after training", rank);
             System.exit(1);
         }
-        if (rank == 0) System.out.printf("weights identical on all %d ranks%n", n);
+        if (rank == 0) line(System.out, "weights identical on all %d ranks", n);
     }
 
     /** 0.5·mean((model(x) − y)²) over this rank's rows. */
@@ -138,5 +138,10 @@ public class DataParallel {
             off += v.length;
         }
         return Array.fromFloats(all, total);
+    }
+
+    /** Prints one whole line with a single write, so that lines of different ranks never mix under {@code jdist launch}. */
+    static void line(java.io.PrintStream out, String format, Object... args) {
+        out.print(String.format(format + "%n", args));
     }
 }

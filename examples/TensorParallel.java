@@ -53,15 +53,20 @@ public class TensorParallel {
             maxError = Math.max(maxError, Math.abs(y[i] - expected[i]));
             sum += y[i];
         }
-        System.out.printf("rank %d of %d: max |y - expected| = %.3e%n", world.rank(), n, maxError);
+        line(System.out, "rank %d of %d: max |y - expected| = %.3e", world.rank(), n, maxError);
         if (world.rank() == 0) {
-            System.out.printf("sum(y) = %.6f over %d x %d outputs; %d ranks x %d hidden features%n",
+            line(System.out, "sum(y) = %.6f over %d x %d outputs; %d ranks x %d hidden features",
                     sum, BATCH, OUT, n, HIDDEN / n);
         }
         if (!(maxError <= TOLERANCE)) {
-            System.err.printf("rank %d: the sharded output differs from the unsharded one by %.3e (> %.0e)%n",
+            line(System.err, "rank %d: the sharded output differs from the unsharded one by %.3e (> %.0e)",
                     world.rank(), maxError, TOLERANCE);
             System.exit(1);
         }
+    }
+
+    /** Prints one whole line with a single write, so that lines of different ranks never mix under {@code jdist launch}. */
+    static void line(java.io.PrintStream out, String format, Object... args) {
+        out.print(String.format(format + "%n", args));
     }
 }

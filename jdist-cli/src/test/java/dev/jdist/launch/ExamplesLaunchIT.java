@@ -21,7 +21,6 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The examples as users run them: {@code jdist launch -n N examples/X.java} (source-file mode,
@@ -42,7 +41,7 @@ class ExamplesLaunchIT {
         jar = root.resolve("jdist-cli/target/jdist.jar");
         assertThat(jar).as("the shaded jar (built by the package phase)").exists();
         boolean ring = ServiceLoader.load(Backend.class).stream().anyMatch(p -> p.get().name().equals("ring"));
-        assumeTrue(ring, "the ring backend is not on the classpath yet; launching the examples on several ranks skipped");
+        assertThat(ring).as("the ring backend is registered (META-INF/services/dev.jdist.spi.Backend)").isTrue();
     }
 
     private static CommandResult launch(int n, String example) throws IOException {

@@ -33,7 +33,6 @@ import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Runs the example programs as real JVMs: 1 rank (no configuration: the singleton group), and 2 and
@@ -75,7 +74,7 @@ class ExamplesIT {
 
     static void requireRing() {
         boolean ring = ServiceLoader.load(Backend.class).stream().anyMatch(p -> p.get().name().equals("ring"));
-        assumeTrue(ring, "the ring backend is not on the classpath yet; multi-rank example runs skipped");
+        assertThat(ring).as("the ring backend is registered (META-INF/services/dev.jdist.spi.Backend)").isTrue();
     }
 
     // ------------------------------------------------------------------ DataParallel
