@@ -32,7 +32,7 @@ public record JacclConfig(int rank, DeviceMatrix devices, Topology topology, Str
 
     public enum QpMode { UC, RC }
 
-    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(120);
 
     public int size() { return devices.size(); }
 

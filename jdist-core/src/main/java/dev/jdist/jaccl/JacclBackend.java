@@ -1,0 +1,57 @@
+package dev.jdist.jaccl;
+
+import dev.jdist.spi.Backend;
+import dev.jdist.spi.GroupImpl;
+
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The JACCL backend (spec collectives.md §4): RDMA through libibverbs, configured by
+ * {@code MLX_RANK}, {@code MLX_IBV_DEVICES} and {@code MLX_JACCL_COORDINATOR} (or their
+ * {@code JACCL_*} names) exactly as MLX's; {@code MLX_JACCL_RING} prefers the ring topology.
+ * Available when the ibverbs library ({@code JDIST_JACCL_LIB}, default {@code libibverbs.so.1},
+ * {@code librdma.dylib} on macOS) loads and every needed symbol resolves.
+ */
+public final class JacclBackend implements Backend {
+
+    @Override
+    public String name() { return "jaccl"; }
+
+    @Override
+    public boolean isAvailable() {
+        try {
+            String lib = System.getenv("JDIST_JACCL_LIB");
+            return Verbs.problem(lib == null || lib.isBlank() ? Verbs.defaultLibrary() : lib.trim()).isEmpty();
+        } catch (RuntimeException | LinkageError e) {
+            return false;
+        }
+    }
+
+    @Override
+    public Optional<GroupImpl> init(boolean strict, Map<String, String> env) {
+        return init(strict, env, null);
+    }
+
+    /**
+     * As {@link #init(boolean, Map)}, with MLX's custom side channel: {@code factory(rank, size)} is
+     * called once and its function replaces the TCP star (no coordinator needed). Null for the default.
+     */
+    public Optional<GroupImpl> init(boolean strict, Map<String, String> env, SideChannel.Factory factory) {
+        Optional<JacclConfig> found = JacclConfig.fromEnv(env, strict, factory != null);
+        if (found.isEmpty()) return Optional.empty();
+        JacclConfig cfg = found.get();
+        Verbs verbs = Verbs.load(cfg.library());
+        SideChannel side = factory != null ? SideChannel.custom(cfg.rank(), cfg.size(), factory)
+                : TcpSideChannel.connect(cfg.rank(), cfg.size(), cfg.coordinatorHost(), cfg.coordinatorPort(), cfg.timeout(),
+                System.err::println);
+        try {
+            RdmaTransport transport = VerbsTransport.connect(verbs, cfg, side);
+            int wires = cfg.topology() == JacclConfig.Topology.RING ? cfg.devices().ringWires() : 0;
+            return Optional.of(JacclGroup.over(cfg.rank(), cfg.size(), cfg.topology(), wires, cfg.timeout(), side, transport));
+        } catch (RuntimeException e) {
+            side.close();
+            throw e;
+        }
+    }
+}
