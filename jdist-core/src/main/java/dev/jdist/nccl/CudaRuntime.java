@@ -67,53 +67,62 @@ final class CudaRuntime {
     int deviceCount() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(JAVA_INT);
-            check("cudaGetDeviceCount", (int) call(getDeviceCount, out));
+            int rc = rc(() -> (int) getDeviceCount.invokeExact(out));
+            if (rc != 0) throw failure("cudaGetDeviceCount", rc);
             return out.get(JAVA_INT, 0);
         }
     }
 
     void setDevice(int device) {
-        check("cudaSetDevice(" + device + ")", (int) call(setDevice, device));
+        int rc = rc(() -> (int) setDevice.invokeExact(device));
+        if (rc != 0) throw failure("cudaSetDevice(" + device + ")", rc);
     }
 
     /** Device memory of {@code bytes} bytes (at least 1, so a pointer always exists). */
     MemorySegment malloc(long bytes) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
-            check("cudaMalloc(" + bytes + " bytes)", (int) call(malloc, out, Math.max(bytes, 1)));
+            long n = Math.max(bytes, 1);
+            int rc = rc(() -> (int) malloc.invokeExact(out, n));
+            if (rc != 0) throw failure("cudaMalloc(" + bytes + " bytes)", rc);
             return out.get(ADDRESS, 0);
         }
     }
 
     void free(MemorySegment devicePtr) {
-        check("cudaFree", (int) call(free, devicePtr));
+        int rc = rc(() -> (int) free.invokeExact(devicePtr));
+        if (rc != 0) throw failure("cudaFree", rc);
     }
 
     void memcpy(MemorySegment dst, MemorySegment src, long bytes, int kind) {
         if (bytes == 0) return;
-        check("cudaMemcpy(" + bytes + " bytes, " + kindName(kind) + ")", (int) call(memcpy, dst, src, bytes, kind));
+        int rc = rc(() -> (int) memcpy.invokeExact(dst, src, bytes, kind));
+        if (rc != 0) throw failure("cudaMemcpy(" + bytes + " bytes, " + kindName(kind) + ")", rc);
     }
 
     void memcpyAsync(MemorySegment dst, MemorySegment src, long bytes, int kind, MemorySegment stream) {
         if (bytes == 0) return;
-        check("cudaMemcpyAsync(" + bytes + " bytes, " + kindName(kind) + ")",
-                (int) call(memcpyAsync, dst, src, bytes, kind, stream));
+        int rc = rc(() -> (int) memcpyAsync.invokeExact(dst, src, bytes, kind, stream));
+        if (rc != 0) throw failure("cudaMemcpyAsync(" + bytes + " bytes, " + kindName(kind) + ")", rc);
     }
 
     MemorySegment streamCreate() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
-            check("cudaStreamCreate", (int) call(streamCreate, out));
+            int rc = rc(() -> (int) streamCreate.invokeExact(out));
+            if (rc != 0) throw failure("cudaStreamCreate", rc);
             return out.get(ADDRESS, 0);
         }
     }
 
     void streamSynchronize(MemorySegment stream) {
-        check("cudaStreamSynchronize", (int) call(streamSynchronize, stream));
+        int rc = rc(() -> (int) streamSynchronize.invokeExact(stream));
+        if (rc != 0) throw failure("cudaStreamSynchronize", rc);
     }
 
     void streamDestroy(MemorySegment stream) {
-        check("cudaStreamDestroy", (int) call(streamDestroy, stream));
+        int rc = rc(() -> (int) streamDestroy.invokeExact(stream));
+        if (rc != 0) throw failure("cudaStreamDestroy", rc);
     }
 
     /** CUDA's text for an error code. */
@@ -126,11 +135,9 @@ final class CudaRuntime {
         }
     }
 
-    private void check(String what, int code) {
-        if (code != 0) {
-            throw new DistributedException(what + " failed: " + errorString(code) + " (cudaError " + code + ", "
-                    + libraryName + ")");
-        }
+    private DistributedException failure(String what, int code) {
+        return new DistributedException(what + " failed: " + errorString(code) + " (cudaError " + code + ", "
+                + libraryName + ")");
     }
 
     private static String kindName(int kind) {
@@ -142,9 +149,15 @@ final class CudaRuntime {
         };
     }
 
-    static Object call(MethodHandle h, Object... args) {
+    /** A downcall returning a status code; {@code invokeExact} inside, so no boxing or argument arrays. */
+    @FunctionalInterface
+    interface NativeCall {
+        int call() throws Throwable;
+    }
+
+    static int rc(NativeCall c) {
         try {
-            return h.invokeWithArguments(args);
+            return c.call();
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {

@@ -13,7 +13,7 @@ import java.lang.invoke.MethodHandle;
 import java.util.Optional;
 
 import static dev.jdist.nccl.CudaRuntime.bind;
-import static dev.jdist.nccl.CudaRuntime.call;
+import static dev.jdist.nccl.CudaRuntime.rc;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -85,14 +85,15 @@ final class NcclApi {
         if (getVersion == null) return Optional.empty();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(JAVA_INT);
-            return (int) call(getVersion, out) == 0 ? Optional.of(out.get(JAVA_INT, 0)) : Optional.empty();
+            return rc(() -> (int) getVersion.invokeExact(out)) == 0 ? Optional.of(out.get(JAVA_INT, 0)) : Optional.empty();
         }
     }
 
     byte[] getUniqueId() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment id = a.allocate(UNIQUE_ID);
-            check("ncclGetUniqueId", null, (int) call(getUniqueId, id));
+            int rc = rc(() -> (int) getUniqueId.invokeExact(id));
+            if (rc != 0) throw failure("ncclGetUniqueId", null, rc);
             return id.toArray(JAVA_BYTE);
         }
     }
@@ -106,8 +107,8 @@ final class NcclApi {
             MemorySegment out = a.allocate(ADDRESS);
             MemorySegment id = a.allocate(UNIQUE_ID);
             MemorySegment.copy(uniqueId, 0, id, JAVA_BYTE, 0, UNIQUE_ID_BYTES);
-            check("ncclCommInitRank(nranks=" + nranks + ", rank=" + rank + ")", null,
-                    (int) call(commInitRank, out, nranks, id, rank));
+            int rc = rc(() -> (int) commInitRank.invokeExact(out, nranks, id, rank));
+            if (rc != 0) throw failure("ncclCommInitRank(nranks=" + nranks + ", rank=" + rank + ")", null, rc);
             return out.get(ADDRESS, 0);
         }
     }
@@ -119,8 +120,8 @@ final class NcclApi {
     MemorySegment commSplit(MemorySegment comm, int color, int key) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
-            check("ncclCommSplit(color=" + color + ", key=" + key + ")", comm,
-                    (int) call(commSplit, comm, color, key, out, MemorySegment.NULL));
+            int rc = rc(() -> (int) commSplit.invokeExact(comm, color, key, out, MemorySegment.NULL));
+            if (rc != 0) throw failure("ncclCommSplit(color=" + color + ", key=" + key + ")", comm, rc);
             return out.get(ADDRESS, 0);
         }
     }
@@ -128,7 +129,8 @@ final class NcclApi {
     int commUserRank(MemorySegment comm) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(JAVA_INT);
-            check("ncclCommUserRank", comm, (int) call(commUserRank, comm, out));
+            int rc = rc(() -> (int) commUserRank.invokeExact(comm, out));
+            if (rc != 0) throw failure("ncclCommUserRank", comm, rc);
             return out.get(JAVA_INT, 0);
         }
     }
@@ -136,35 +138,40 @@ final class NcclApi {
     int commCount(MemorySegment comm) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(JAVA_INT);
-            check("ncclCommCount", comm, (int) call(commCount, comm, out));
+            int rc = rc(() -> (int) commCount.invokeExact(comm, out));
+            if (rc != 0) throw failure("ncclCommCount", comm, rc);
             return out.get(JAVA_INT, 0);
         }
     }
 
     void allReduce(MemorySegment send, MemorySegment recv, long count, int type, int op, MemorySegment comm,
                    MemorySegment stream) {
-        check("ncclAllReduce(count=" + count + ", type=" + type + ", op=" + op + ")", comm,
-                (int) call(allReduce, send, recv, count, type, op, comm, stream));
+        int rc = rc(() -> (int) allReduce.invokeExact(send, recv, count, type, op, comm, stream));
+        if (rc != 0) throw failure("ncclAllReduce(count=" + count + ", type=" + type + ", op=" + op + ")", comm, rc);
     }
 
     void allGather(MemorySegment send, MemorySegment recv, long sendCount, int type, MemorySegment comm,
                    MemorySegment stream) {
-        check("ncclAllGather(sendcount=" + sendCount + ", type=" + type + ")", comm,
-                (int) call(allGather, send, recv, sendCount, type, comm, stream));
+        int rc = rc(() -> (int) allGather.invokeExact(send, recv, sendCount, type, comm, stream));
+        if (rc != 0) throw failure("ncclAllGather(sendcount=" + sendCount + ", type=" + type + ")", comm, rc);
     }
 
     void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, int type, int op, MemorySegment comm,
                        MemorySegment stream) {
-        check("ncclReduceScatter(recvcount=" + recvCount + ", type=" + type + ", op=" + op + ")", comm,
-                (int) call(reduceScatter, send, recv, recvCount, type, op, comm, stream));
+        int rc = rc(() -> (int) reduceScatter.invokeExact(send, recv, recvCount, type, op, comm, stream));
+        if (rc != 0) {
+            throw failure("ncclReduceScatter(recvcount=" + recvCount + ", type=" + type + ", op=" + op + ")", comm, rc);
+        }
     }
 
     void commDestroy(MemorySegment comm) {
-        check("ncclCommDestroy", null, (int) call(commDestroy, comm));
+        int rc = rc(() -> (int) commDestroy.invokeExact(comm));
+        if (rc != 0) throw failure("ncclCommDestroy", null, rc);
     }
 
     void commAbort(MemorySegment comm) {
-        check("ncclCommAbort", null, (int) call(commAbort, comm));
+        int rc = rc(() -> (int) commAbort.invokeExact(comm));
+        if (rc != 0) throw failure("ncclCommAbort", null, rc);
     }
 
     String errorString(int code) {
@@ -189,11 +196,9 @@ final class NcclApi {
         }
     }
 
-    private void check(String what, MemorySegment comm, int code) {
-        if (code != 0) {
-            String detail = lastError(comm).map(s -> "; NCCL says: " + s).orElse("");
-            throw new DistributedException(what + " failed: " + errorString(code) + " (ncclResult " + code + ", "
-                    + libraryName + ")" + detail + "; set NCCL_DEBUG=WARN (or INFO) for NCCL's own log");
-        }
+    private DistributedException failure(String what, MemorySegment comm, int code) {
+        String detail = lastError(comm).map(s -> "; NCCL says: " + s).orElse("");
+        return new DistributedException(what + " failed: " + errorString(code) + " (ncclResult " + code + ", "
+                + libraryName + ")" + detail + "; set NCCL_DEBUG=WARN (or INFO) for NCCL's own log");
     }
 }
