@@ -280,6 +280,31 @@ class NcclStubIT {
     }
 
     @Test
+    void heapBackedArraysAreCopiedThroughNativeMemory() throws Exception {
+        int n = 2;
+        List<Group> groups = world(n);
+        try {
+            onRanks(n, r -> {
+                float[] values = {r + 1f, 10f * (r + 1)};
+                Array heap = Array.wrap(java.lang.foreign.MemorySegment.ofArray(values), DType.FLOAT32, 2);
+                float[] outValues = new float[2];
+                Array heapOut = Array.wrap(java.lang.foreign.MemorySegment.ofArray(outValues), DType.FLOAT32, 2);
+                NcclGroup.of(groups.get(r)).allReduce(heap, heapOut, ReduceOp.SUM);
+                assertThat(outValues).containsExactly(3f, 30f);
+                NcclGroup ng = NcclGroup.of(groups.get(r));
+                try (DeviceArray d = ng.toDevice(heap)) {
+                    float[] back = new float[2];
+                    d.copyTo(Array.wrap(java.lang.foreign.MemorySegment.ofArray(back), DType.FLOAT32, 2));
+                    assertThat(back).containsExactly(values);
+                }
+                return null;
+            });
+        } finally {
+            closeAll(groups);
+        }
+    }
+
+    @Test
     void ranksPickDeviceRankModDeviceCount() throws Exception {
         stubs.setDevices(2);
         List<Group> groups = world(3);
