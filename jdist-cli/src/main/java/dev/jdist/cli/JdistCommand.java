@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         version = "jdist 0.1.0",
         description = "MLX-style distributed computing for the JVM: launch jobs, configure clusters, benchmark collectives.",
-        subcommands = {CommandLine.HelpCommand.class, LaunchCommand.class, ConfigCommand.class, BenchCommand.class})
+        subcommands = {CommandLine.HelpCommand.class, LaunchCommand.class, ConfigCommand.class, BenchCommand.class, DoctorCommand.class})
 public final class JdistCommand implements Runnable {
 
     @CommandLine.Spec

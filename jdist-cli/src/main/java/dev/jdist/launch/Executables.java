@@ -28,8 +28,18 @@ public final class Executables {
         return Optional.empty();
     }
 
+    /** What a helper command printed (stdout and stderr together) and its exit status (124: timed out; 127: could not start). */
+    public record Run(int status, String output) {
+    }
+
     /** Runs {@code argv} with stdin from /dev/null and returns stdout+stderr, or empty on any failure or after {@code seconds}. */
     public static Optional<String> output(List<String> argv, int seconds) {
+        Run r = run(argv, seconds);
+        return r.status() == 124 || r.status() == 127 ? Optional.empty() : Optional.of(r.output());
+    }
+
+    /** Runs {@code argv} with stdin from /dev/null, bounded by {@code seconds}; the process is killed when it overruns. */
+    public static Run run(List<String> argv, int seconds) {
         try {
             Process p = new ProcessBuilder(argv).redirectErrorStream(true)
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
@@ -45,11 +55,11 @@ public final class Executables {
             t.start();
             if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
-                return Optional.empty();
+                return new Run(124, "timed out after " + seconds + " s");
             }
-            return Optional.of(out.get(2, TimeUnit.SECONDS));
+            return new Run(p.exitValue(), out.get(2, TimeUnit.SECONDS));
         } catch (Exception e) {
-            return Optional.empty();
+            return new Run(127, e.getMessage() == null ? e.toString() : e.getMessage());
         }
     }
 }

@@ -1,0 +1,96 @@
+package dev.jdist.cli;
+
+import dev.jdist.Distributed;
+import dev.jdist.launch.CommandResolver;
+import dev.jdist.launch.EnvironmentPlan;
+import dev.jdist.launch.Executables;
+import dev.jdist.launch.HostEntry;
+import dev.jdist.launch.HostList;
+import dev.jdist.launch.Hostfile;
+import dev.jdist.launch.JobPreflight;
+import dev.jdist.launch.UsageException;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+
+/** {@code jdist doctor}: checks, before a job starts, what {@code jdist launch} assumes about every host. */
+@Command(name = "doctor", mixinStandardHelpOptions = true,
+        description = {"Check the hosts of a job before launching it: ssh key login, the same JDK and jdist paths,",
+                "the program's path, free ring ports; and which backends this machine can use.",
+                "Example: jdist doctor --hostfile ring-4.json examples/AllSum.java"},
+        footer = {"Exit status: 0 when every check passes, 1 when one fails, 2 for usage errors."})
+public final class DoctorCommand implements Callable<Integer> {
+
+    @Option(names = "--hostfile", paramLabel = "FILE", description = "JSON hostfile (as for jdist launch)")
+    String hostfile;
+
+    @Option(names = "--hosts", paramLabel = "H1,H2,...", description = "comma-separated hosts (default: 127.0.0.1)")
+    String hosts = "127.0.0.1";
+
+    @Option(names = {"-n", "--repeat-hosts"}, paramLabel = "N", description = "ranks per --hosts entry (default: 1)")
+    int repeat = 1;
+
+    @Option(names = "--backend", description = "the backend the job will use; ring ports are checked for ring (default)")
+    String backend = "ring";
+
+    @Option(names = {"-p", "--starting-port"}, description = "first ring port (default: 32323)")
+    int startingPort = 32323;
+
+    @Option(names = "--connections-per-ip", description = "ring connections per IP (default: 1)")
+    int connectionsPerIp = 1;
+
+    @Option(names = "--java", paramLabel = "PATH", description = "the java the ranks will run (default: this one)")
+    String java;
+
+    @Option(names = "--cwd", paramLabel = "DIR", description = "the ranks' working directory (default: this one)")
+    String cwd;
+
+    @Option(names = "--connect-timeout", paramLabel = "SECONDS", description = "ssh connect timeout (default: 5)")
+    int timeoutSeconds = 5;
+
+    @Parameters(arity = "0..1", paramLabel = "PROGRAM", description = "the program the job runs (its path is checked)")
+    String program;
+
+    @Override
+    public Integer call() throws InterruptedException {
+        List<HostEntry> hostList;
+        try {
+            hostList = hostfile != null ? Hostfile.read(hostfile).hosts() : HostList.parse(hosts, repeat);
+            EnvironmentPlan.checkBackend(backend);
+            if (connectionsPerIp < 1) throw new UsageException("--connections-per-ip must be at least 1");
+        } catch (UsageException e) {
+            System.err.println("jdist doctor: error: " + e.getMessage());
+            return 2;
+        }
+        String javaPath = CommandResolver.javaPath(java);
+        List<List<String>> ring = backend.equals("ring")
+                ? EnvironmentPlan.ringAddresses(hostList, startingPort, connectionsPerIp) : List.of();
+        var in = new JobPreflight.Inputs(hostList, javaPath, CommandResolver.jdistClassPath(), Optional.ofNullable(program),
+                cwd != null ? cwd : Path.of("").toAbsolutePath().toString(), ring,
+                Executables.onPath("ssh").map(Path::toString).orElse("ssh"), timeoutSeconds);
+
+        List<JobPreflight.Check> checks = JobPreflight.run(in);
+        int failed = 0;
+        for (JobPreflight.Check c : checks) {
+            System.out.printf("%-5s %-16s %-8s %s%n", c.ok() ? "ok" : "FAIL", c.host(), c.what(), c.detail());
+            if (!c.ok()) {
+                failed++;
+                System.out.printf("%-5s %-16s %-8s fix: %s%n", "", "", "", c.fix());
+            }
+        }
+        System.out.println();
+        System.out.println("backends this machine can load (Distributed.isAvailable):");
+        for (String b : List.of("ring", "mpi", "nccl", "jaccl")) {
+            System.out.printf("  %-6s %s%n", b, Distributed.isAvailable(b) ? "available" : "not available");
+        }
+        System.out.println();
+        System.out.println(failed == 0 ? "all " + checks.size() + " checks passed"
+                : failed + " of " + checks.size() + " checks failed");
+        return failed == 0 ? 0 : 1;
+    }
+}
