@@ -47,7 +47,7 @@ final class MpiLibrary {
 
     final MethodHandle getLibraryVersion, initThread, initialized, finalized, finalize, commRank, commSize,
             commSplit, commFree, commSetErrhandler, errorString, allreduce, allgather, reduceScatterBlock,
-            send, recv, getCount, typeContiguous, typeCommit, opCreate;
+            send, recv, getCount, typeContiguous, typeCommit, typeFree, opCreate, opFree;
 
     private MpiLibrary(String name, SymbolLookup lookup) {
         this.name = name;
@@ -82,6 +82,8 @@ final class MpiLibrary {
         typeContiguous = bind("MPI_Type_contiguous", INT, H, PTR);
         typeCommit = bind("MPI_Type_commit", PTR);
         opCreate = bind("MPI_Op_create", PTR, INT, PTR);
+        typeFree = bind("MPI_Type_free", PTR);
+        opFree = bind("MPI_Op_free", PTR);
     }
 
     /** One attempt per candidate; the first library that loads and is recognised wins. */

@@ -200,6 +200,7 @@ final class MpiRuntime {
             int rc;
             if (!multiple) lock.lock();
             try {
+                freeOwnHandles();
                 rc = (int) lib.finalize.invokeExact();
             } finally {
                 if (!multiple) lock.unlock();
@@ -211,6 +212,27 @@ final class MpiRuntime {
             throw e;
         } catch (Throwable t) {
             throw new DistributedException("MPI_Finalize could not be called: " + t, t);
+        }
+    }
+
+    /** Frees jdist's user ops and 2-byte types before {@code MPI_Finalize} (MPICH warns about leaked handles otherwise). */
+    private void freeOwnHandles() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment h = arena.allocate(8);
+            synchronized (userOps) {
+                for (long op : userOps.values()) {
+                    abi.writeHandle(h, op);
+                    int ignored = (int) lib.opFree.invokeExact(h);
+                }
+                userOps.clear();
+            }
+            for (long t : halfTypes.values()) {
+                abi.writeHandle(h, t);
+                int ignored = (int) lib.typeFree.invokeExact(h);
+            }
+            halfTypes.clear();
+        } catch (Throwable t) {
+            // freeing is a courtesy before MPI_Finalize; never let it stop finalization
         }
     }
 

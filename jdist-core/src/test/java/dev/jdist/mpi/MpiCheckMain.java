@@ -151,6 +151,7 @@ public final class MpiCheckMain {
                         () -> world.recv(new int[] {4}, DType.INT32, 0), "truncated recv");
                 expect(e.getMessage().contains("MPI_Recv") && e.getMessage().toLowerCase().contains("trunc"),
                         "MPI error text: " + e.getMessage());
+                System.out.println("MPI-CHECK error text: " + e.getMessage());
                 DistributedException shortMsg = expectThrows(DistributedException.class,
                         () -> world.recv(new int[] {4}, DType.INT32, 0), "short recv");
                 expect(shortMsg.getMessage().contains("held 2"), "count check: " + shortMsg.getMessage());

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Compares, in one run, jdist's mpi backend all_sum (float32) with a plain C program calling
+# MPI_Allreduce, both under the same mpirun, at 1 MiB and above. Prints a table of medians.
+#
+#   bench/mpi/compare.sh [ranks] [rounds]        (defaults: 2 ranks, 3 rounds)
+#   MPI=mpich bench/mpi/compare.sh               (MPICH instead of Open MPI)
+#   SIZES="1048576 16777216" bench/mpi/compare.sh
+#
+# Each round runs the C program and the Java program once per size, alternating, so both see the
+# same machine state; the reported number is the median over rounds of each run's median call time.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+# shellcheck source=../../bin/lib/common.sh
+source "$ROOT/bin/lib/common.sh"
+jdist_find_jdk
+RANKS=${1:-2}
+ROUNDS=${2:-3}
+MPI=${MPI:-openmpi}
+SIZES=${SIZES:-"1048576 4194304 16777216 67108864"}
+WARMUP=${WARMUP:-30}
+case "$MPI" in
+  openmpi) MPIRUN=(mpirun.openmpi --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none); MPICC=mpicc.openmpi ;;
+  mpich)   MPIRUN=(mpirun.mpich); MPICC=mpicc.mpich ;;
+  *) echo "compare.sh: MPI must be openmpi or mpich, got '$MPI'" >&2; exit 2 ;;
+esac
+for tool in "${MPIRUN[0]}" "$MPICC"; do
+  command -v "$tool" >/dev/null || { echo "compare.sh: $tool not found; install Debian's openmpi-bin libopenmpi-dev or mpich libmpich-dev" >&2; exit 1; }
+done
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/jdist-mpi-bench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+"$MPICC" -O2 -o "$WORK/allreduce_bench" "$ROOT/bench/mpi/allreduce_bench.c"
+if [ ! -d "$ROOT/jdist-core/target/classes/dev/jdist/mpi" ]; then
+  jdist_find_maven
+  (cd "$ROOT" && mvn -B -q -o compile -pl jdist-core 2>/dev/null || mvn -B -q compile -pl jdist-core)
+fi
+CP="$ROOT/jdist-core/target/classes"
+JACKSON=$(sed -n 's:.*<jackson.version>\(.*\)</jackson.version>.*:\1:p' "$ROOT/pom.xml")
+M2="$HOME/.m2/repository/com/fasterxml/jackson/core"
+for j in "$M2"/jackson-databind/"$JACKSON"/*.jar "$M2"/jackson-core/"$JACKSON"/*.jar "$M2"/jackson-annotations/"${JACKSON%.*}"*/*.jar; do
+  [ -f "$j" ] && CP="$CP:$j"
+done
+"$JAVA_HOME/bin/javac" -d "$WORK" -cp "$CP" --add-modules=jdk.incubator.vector "$ROOT/bench/mpi/MpiAllSumBench.java" 2>/dev/null
+JAVA=("$JAVA_HOME/bin/java" --add-modules=jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx1g -cp "$CP:$WORK" MpiAllSumBench)
+
+iters_for() { local b=$1 i=$(( 512 * 1048576 / $1 )); [ $i -gt 200 ] && i=200; [ $i -lt 10 ] && i=10; echo $i; }
+
+RESULTS="$WORK/results.txt"
+: > "$RESULTS"
+for round in $(seq 1 "$ROUNDS"); do
+  for b in $SIZES; do
+    it=$(iters_for "$b")
+    timeout 300 "${MPIRUN[@]}" -n "$RANKS" "$WORK/allreduce_bench" "$b" "$it" "$WARMUP" 2>/dev/null | grep '^c ' >> "$RESULTS"
+    timeout 300 "${MPIRUN[@]}" -n "$RANKS" "${JAVA[@]}" "$b" "$it" "$WARMUP" 2>/dev/null | grep '^jdist-' >> "$RESULTS"
+  done
+done
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); MPI=$MPI ranks=$RANKS rounds=$ROUNDS warmup=$WARMUP"
+echo "# $("${MPIRUN[0]}" --version 2>&1 | head -1)"
+python3 - "$RESULTS" <<'PY'
+import sys, statistics
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    rows.setdefault((int(f[1]), f[0]), []).append(float(f[3]))
+sizes = sorted({b for b, _ in rows})
+cols = [('c', 'C MPI_Allreduce'), ('jdist-binding', 'jdist binding'), ('jdist-into', 'Group.allReduceInto'),
+        ('jdist-allsum', 'Group.allSum')]
+print("| bytes | " + " | ".join(f"{t} (us)" + ("" if k == 'c' else " / vs C") for k, t in cols) + " |")
+print("|---:|" + "---:|" * len(cols))
+for b in sizes:
+    med = {k: statistics.median(rows[(b, k)]) if (b, k) in rows else float('nan') for k, _ in cols}
+    cells = [f"{med['c']:.1f}"] + [f"{med[k]:.1f} / {100 * (med[k] / med['c'] - 1):+.1f}%" for k, _ in cols[1:]]
+    print(f"| {b} | " + " | ".join(cells) + " |")
+PY
