@@ -41,6 +41,7 @@ class ConfigLinuxIT {
                 assertThat(h.get("ssh").asText()).isEqualTo(cluster.hostName(i));
                 assertThat(h.get("ips").toString()).isEqualTo("[\"" + cluster.address(i) + "\"]");
             }
+            assertRingJobRuns(cluster, out, "ethernet");
         }
     }
 
@@ -115,11 +116,36 @@ class ConfigLinuxIT {
                         "exec 3<>/dev/tcp/" + e[1] + "/9");
                 assertThat(probe.stderr()).as(probe.toString()).contains("Connection refused");
             }
+            assertRingJobRuns(cluster, out, "veth cables");
             // and a rerun is idempotent (ip ... replace)
             CommandResult again = FakeMacHosts.jdist(cluster, "config", "--hosts", String.join(",", cluster.hostNames()),
                     "--platform", "linux", "--backend", "ring", "--auto-setup", "--output-hostfile", out.toString());
             assertThat(again.exitCode()).as(again.toString()).isZero();
         }
+    }
+
+    /**
+     * {@code jdist launch --hostfile HOSTFILE examples/AllSum.java}: three ranks started over ssh in the namespaces,
+     * connected by the ring backend on the hostfile's addresses; each prints the sum 3.
+     */
+    private static void assertRingJobRuns(NetnsCluster cluster, Path hostfile, String what) {
+        Path root = repositoryRoot();
+        CommandResult job = FakeMacHosts.jdistIn(cluster, root, "launch", "--hostfile", hostfile.toString(), "--backend",
+                "ring", "examples/AllSum.java");
+        assertThat(job.timedOut()).as("ring job over " + what + " timed out: " + job).isFalse();
+        assertThat(job.exitCode()).as("ring job over " + what + ": " + job).isZero();
+        for (int rank = 0; rank < 3; rank++) {
+            assertThat(job.stdout()).as(job.toString()).contains(rank + " array([3, 3, 3, ..., 3, 3, 3], dtype=float32)");
+        }
+    }
+
+    private static Path repositoryRoot() {
+        Path dir = Path.of(System.getProperty("user.dir")).toAbsolutePath();
+        while (dir != null && !Files.exists(dir.resolve("examples/AllSum.java"))) {
+            dir = dir.getParent();
+        }
+        assertThat(dir).as("repository root above " + System.getProperty("user.dir")).isNotNull();
+        return dir;
     }
 
     /**

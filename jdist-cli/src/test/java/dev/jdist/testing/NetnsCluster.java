@@ -336,7 +336,9 @@ public final class NetnsCluster implements AutoCloseable {
                 "MaxStartups 200",
                 "MaxSessions 200",
                 "LogLevel INFO",
-                "SetEnv PATH=" + path + " JDIST_TEST_HOST=" + hostName(i),
+                // HOME points at the host's own folder so sessions do not run the machine user's shell start-up
+                // files (a ~/.bashrc that, say, waits on a pyenv lock would stall every ssh call of every test)
+                "SetEnv PATH=" + path + " JDIST_TEST_HOST=" + hostName(i) + " HOME=" + hostDir,
                 "");
         Files.writeString(hostDir.resolve("sshd_config"), cfg);
     }
