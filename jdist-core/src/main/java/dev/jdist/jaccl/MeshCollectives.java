@@ -65,6 +65,7 @@ final class MeshCollectives implements JacclCollectives {
 
     @Override
     public void send(MemorySegment x, long bytes, int dst) {
+        checkPeer(dst, "send to");
         int c = Frames.classFor(bytes);
         int f = Frames.size(c);
         engine.run("send to rank " + dst, List.of(new FrameEngine.SendStream(new int[]{dst}, -1, frames(bytes, f),
@@ -74,6 +75,7 @@ final class MeshCollectives implements JacclCollectives {
 
     @Override
     public void recv(MemorySegment out, long bytes, int src) {
+        checkPeer(src, "receive from");
         int c = Frames.classFor(bytes);
         int f = Frames.size(c);
         engine.run("recv from rank " + src, List.of(), List.of(new FrameEngine.RecvStream(src, src, frames(bytes, f),
@@ -82,6 +84,13 @@ final class MeshCollectives implements JacclCollectives {
                     MemorySegment.copy(buf, 0, out, k * f, Math.min(f, bytes - k * f));
                     return true;
                 })), null);
+    }
+
+    private void checkPeer(int peer, String what) {
+        if (peer == rank || peer < 0 || peer >= n) {
+            throw new IllegalArgumentException("JACCL rank " + rank + " cannot " + what + " rank " + peer
+                    + "; the peer must be another rank of this group (0.." + (n - 1) + ")");
+        }
     }
 
     /**
