@@ -42,6 +42,8 @@ import java.util.List;
 final class RingEngine implements AutoCloseable {
 
     static final long MAX_IO_BYTES = 1L << 30;
+    /** Bytes per socket call and per ByteBuffer view; {@link #MAX_IO_BYTES} except in tests that exercise the windowing. */
+    static volatile long ioWindowBytes = MAX_IO_BYTES;
     private static final long SCRATCH_PER_GROUP = 32L << 20;
     private static final long SCRATCH_PER_STREAM_MAX = 8L << 20;
     private static final long SCRATCH_MIN = 64L << 10;
@@ -55,6 +57,7 @@ final class RingEngine implements AutoCloseable {
     private final long timeoutNanos;
     private final String timeoutText;
     private final RingLog log;
+    private final long spinNanos;
     private final MemorySegment[] scratch;
     private final long scratchCap;
     private volatile DistributedException broken;
@@ -89,8 +92,9 @@ final class RingEngine implements AutoCloseable {
      * @param rightAddresses the right neighbour's addresses ({@code right[j]} was connected to)
      */
     RingEngine(int rank, int leftRank, int rightRank, SocketChannel[] left, SocketChannel[] right,
-               List<String> leftAddresses, List<String> rightAddresses, long timeoutNanos, String timeoutText, RingLog log)
-            throws IOException {
+               List<String> leftAddresses, List<String> rightAddresses, long timeoutNanos, String timeoutText, RingLog log,
+               long spinNanos) throws IOException {
+        this.spinNanos = spinNanos;
         this.rank = rank;
         this.leftRank = leftRank;
         this.rightRank = rightRank;
@@ -189,6 +193,7 @@ final class RingEngine implements AutoCloseable {
 
     private void drive(String opName, List<StreamRun> runs) {
         long lastProgress = System.nanoTime();
+        long spinUntil = lastProgress + spinNanos;
         try {
             while (true) {
                 boolean progress = false;
@@ -203,6 +208,13 @@ final class RingEngine implements AutoCloseable {
                 long now = System.nanoTime();
                 if (progress) {
                     lastProgress = now;
+                    spinUntil = now + spinNanos;
+                    continue;
+                }
+                if (now - spinUntil < 0) {
+                    // a short bounded poll before sleeping: the answer to a small message usually comes
+                    // within microseconds, sooner than a selector wake-up
+                    Thread.yield();
                     continue;
                 }
                 for (int i = 0, m = runs.size(); i < m; i++) {
@@ -309,6 +321,7 @@ final class RingEngine implements AutoCloseable {
         long scratchUsed;
         boolean wantsWrite;
 
+        private final long window = ioWindowBytes;
         private ByteBuffer sendWindow;
         private long sendWindowIndex = -1;
         private ByteBuffer recvWindow;
@@ -468,26 +481,27 @@ final class RingEngine implements AutoCloseable {
         }
 
         private ByteBuffer sendBuffer(long offset, long max) {
-            long w = offset / MAX_IO_BYTES;
+            long w = offset / window;
             if (w != sendWindowIndex) {
                 sendWindow = window(w);
                 sendWindowIndex = w;
             }
-            return position(sendWindow, offset - w * MAX_IO_BYTES, max);
+            return position(sendWindow, offset - w * window, max);
         }
 
         private ByteBuffer recvBuffer(long offset, long max) {
-            long w = offset / MAX_IO_BYTES;
+            long w = offset / window;
             if (w != recvWindowIndex) {
                 recvWindow = window(w);
                 recvWindowIndex = w;
             }
-            return position(recvWindow, offset - w * MAX_IO_BYTES, max);
+            return position(recvWindow, offset - w * window, max);
         }
 
+        /** A ByteBuffer view of window w of the work buffer (views are int-indexed, so large arrays need several). */
         private ByteBuffer window(long w) {
-            long start = w * MAX_IO_BYTES;
-            return work.asSlice(start, Math.min(MAX_IO_BYTES, work.byteSize() - start)).asByteBuffer();
+            long start = w * window;
+            return work.asSlice(start, Math.min(window, work.byteSize() - start)).asByteBuffer();
         }
 
         private static ByteBuffer position(ByteBuffer b, long rel, long max) {

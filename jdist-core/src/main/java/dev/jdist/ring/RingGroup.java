@@ -36,10 +36,12 @@ public final class RingGroup implements GroupImpl {
     private final Duration timeout;
     private final String jobToken;
     private final boolean verbose;
+    private final long spinNanos;
     private final MemorySegment small;         // the small path's padded work vector W (n * itemsize <= 1024)
 
     private RingGroup(int rank, int size, int k, RingEngine engine, String host, Duration timeout, String jobToken,
-                      boolean verbose) {
+                      boolean verbose, long spinNanos) {
+        this.spinNanos = spinNanos;
         this.rank = rank;
         this.size = size;
         this.k = k;
@@ -61,7 +63,7 @@ public final class RingGroup implements GroupImpl {
         if (n == 1) {
             log.log("the hostfile lists one rank: a 1-rank group, no connections");
             return new RingGroup(0, 1, own.size(), null, own.getFirst().socketAddress().getAddress().getHostAddress(),
-                    settings.timeout(), settings.jobToken(), settings.verbose());
+                    settings.timeout(), settings.jobToken(), settings.verbose(), settings.spinMicros() * 1000);
         }
         int right = (r + 1) % n;
         int left = (r - 1 + n) % n;
@@ -87,16 +89,16 @@ public final class RingGroup implements GroupImpl {
         List<String> theirTexts = theirs.stream().map(RingHostfile.Address::text).toList();
         return fromConnections(r, n, left, right, c, ownTexts, theirTexts,
                 own.getFirst().socketAddress().getAddress().getHostAddress(), settings.timeout(), settings.jobToken(), log,
-                settings.verbose());
+                settings.verbose(), settings.spinMicros() * 1000);
     }
 
     private static RingGroup fromConnections(int r, int n, int left, int right, RingConnector.Connections c,
                                              List<String> ownTexts, List<String> theirTexts, String host, Duration timeout,
-                                             String token, RingLog log, boolean verbose) {
+                                             String token, RingLog log, boolean verbose, long spinNanos) {
         try {
             RingEngine engine = new RingEngine(r, left, right, c.left(), c.right(), ownTexts, theirTexts, timeout.toNanos(),
-                    RingConnector.seconds(timeout), log);
-            return new RingGroup(r, n, c.left().length, engine, host, timeout, token, verbose);
+                    RingConnector.seconds(timeout), log, spinNanos);
+            return new RingGroup(r, n, c.left().length, engine, host, timeout, token, verbose, spinNanos);
         } catch (IOException e) {
             for (var ch : c.left()) RingConnector.closeQuietly(ch);
             for (var ch : c.right()) RingConnector.closeQuietly(ch);
@@ -201,7 +203,7 @@ public final class RingGroup implements GroupImpl {
     @Override
     public GroupImpl split(int color, int key) {
         if (size == 1) {
-            return new RingGroup(0, 1, k, null, host, timeout, jobToken, verbose);
+            return new RingGroup(0, 1, k, null, host, timeout, jobToken, verbose, spinNanos);
         }
         engine.checkUsable("split");
         List<ServerSocketChannel> listeners = new ArrayList<>();
@@ -238,7 +240,7 @@ public final class RingGroup implements GroupImpl {
             for (int i = 0; i < m; i++) if (members.get(i).parentRank() == rank) newRank = i;
             RingLog log = new RingLog(verbose, "rank " + rank + " -> split colour " + color + " rank " + newRank);
             if (m == 1) {
-                result = new RingGroup(0, 1, k, null, host, timeout, jobToken, verbose);
+                result = new RingGroup(0, 1, k, null, host, timeout, jobToken, verbose, spinNanos);
                 return result;
             }
             int right = (newRank + 1) % m;
@@ -258,7 +260,7 @@ public final class RingGroup implements GroupImpl {
                 theirTexts.add(t);
             }
             RingConnector.Connections c = new RingConnector(newRank, left, right, log, jobToken).connect(ls, targets, timeout);
-            result = fromConnections(newRank, m, left, right, c, ownTexts, theirTexts, host, timeout, jobToken, log, verbose);
+            result = fromConnections(newRank, m, left, right, c, ownTexts, theirTexts, host, timeout, jobToken, log, verbose, spinNanos);
             return result;
         } catch (IOException e) {
             throw new ConnectFailedException("rank " + rank + ": split(" + color + ", " + key + ") failed: " + e, e);

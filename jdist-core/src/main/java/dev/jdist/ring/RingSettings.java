@@ -13,13 +13,22 @@ import java.util.Optional;
  * {@code JDIST_TIMEOUT} (seconds; default {@value #DEFAULT_TIMEOUT_SECONDS}) and
  * {@code JDIST_JOB_TOKEN} (turns on the connection handshake).
  */
-public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Duration timeout, String jobToken) {
+public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Duration timeout, String jobToken,
+                           long spinMicros) {
 
     public static final String RANK = "MLX_RANK";
     public static final String HOSTFILE = "MLX_HOSTFILE";
     public static final String VERBOSE = "MLX_RING_VERBOSE";
     public static final String TIMEOUT = "JDIST_TIMEOUT";
     public static final String JOB_TOKEN = "JDIST_JOB_TOKEN";
+    public static final String SPIN = "JDIST_RING_SPIN_US";
+    /**
+     * Default microseconds an operation polls its sockets (yielding the CPU between polls) before
+     * sleeping in the selector: 50 on machines with 4 or more CPUs, where the poll answers a small
+     * message sooner than a selector wake-up; 0 on smaller machines, where polling ranks would take
+     * the CPU from the very peer they wait for.
+     */
+    public static final long DEFAULT_SPIN_MICROS = Runtime.getRuntime().availableProcessors() >= 4 ? 50 : 0;
     /** Default deadline for connection set-up and for progress inside one operation. */
     public static final long DEFAULT_TIMEOUT_SECONDS = 120;
 
@@ -53,7 +62,7 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
         }
         String token = env.get(JOB_TOKEN);
         if (token != null && token.isEmpty()) token = null;
-        return Optional.of(new RingSettings(rank, hostfile, env.containsKey(VERBOSE), timeout, token));
+        return Optional.of(new RingSettings(rank, hostfile, env.containsKey(VERBOSE), timeout, token, parseSpin(env.get(SPIN))));
     }
 
     static int parseRank(String text) {
@@ -67,6 +76,18 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
         } catch (NumberFormatException e) {
             throw new ConfigException(RANK + "=\"" + text + "\" is too large to be a rank");
         }
+    }
+
+    static long parseSpin(String text) {
+        if (text == null || text.isBlank()) return DEFAULT_SPIN_MICROS;
+        try {
+            long v = Long.parseLong(text.strip());
+            if (v >= 0 && v <= 1_000_000) return v;
+        } catch (NumberFormatException ignored) {
+            // reported below
+        }
+        throw new ConfigException(SPIN + "=\"" + text + "\" is not a number of microseconds in 0..1000000 (0 = never poll, "
+                + "always sleep in the selector); unset it for the default of " + DEFAULT_SPIN_MICROS);
     }
 
     static Duration parseTimeout(String text) {
