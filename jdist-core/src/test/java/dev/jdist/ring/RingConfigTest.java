@@ -118,6 +118,15 @@ class RingConfigTest {
     }
 
     @Test
+    void spinParsing() {
+        assertThat(RingSettings.parseSpin(null)).isEqualTo(RingSettings.DEFAULT_SPIN_MICROS);
+        assertThat(RingSettings.parseSpin("0")).isZero();
+        assertThat(RingSettings.parseSpin("75")).isEqualTo(75);
+        assertThatThrownBy(() -> RingSettings.parseSpin("-1")).isInstanceOf(ConfigException.class).hasMessageContaining("JDIST_RING_SPIN_US");
+        assertThatThrownBy(() -> RingSettings.parseSpin("fast")).isInstanceOf(ConfigException.class).hasMessageContaining("fast");
+    }
+
+    @Test
     void oneRankHostfileIsAOneRankGroupWithoutSockets() throws Exception {
         Path f = file("[[\"127.0.0.1:1\"]]");   // one rank: no listener, no connection
         var g = new RingBackend().init(true, env("0", f)).orElseThrow();
