@@ -64,6 +64,7 @@ public final class SystemProfilerThunderbolt {
                         + "); add the Thunderbolt ports in System Settings > Network, or check the host");
             }
             String peer = null;
+            String attached = null;
             JsonNode items = bus.get("_items");
             if (items != null && items.isArray()) {
                 for (JsonNode item : items) {
@@ -72,10 +73,13 @@ public final class SystemProfilerThunderbolt {
                         peer = id;
                         break;
                     }
+                    if (attached == null) {
+                        attached = text(item.get("_name")) != null ? text(item.get("_name")) : "a device";
+                    }
                 }
             }
             String speed = tag.has("current_speed_key") ? text(tag.get("current_speed_key")) : null;
-            ports.add(new ThunderboltPort(iface, portName, uuid, peer, speed));
+            ports.add(new ThunderboltPort(iface, portName, uuid, peer, speed, peer == null ? attached : null));
         }
         return new HostWiring(host, ports);
     }

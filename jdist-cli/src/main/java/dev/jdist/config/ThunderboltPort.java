@@ -9,8 +9,13 @@ package dev.jdist.config;
  * @param peerUuid   the identity of the receptacle at the other end of the cable, or null when nothing
  *                   with an identity is attached
  * @param speed      the link speed as the host reports it ({@code "Up to 80 Gb/s"}), or null if unknown
+ * @param attached   the name of a device without a Thunderbolt domain plugged in (a dock, a disk), or null
  */
-public record ThunderboltPort(String iface, String portName, String uuid, String peerUuid, String speed) {
+public record ThunderboltPort(String iface, String portName, String uuid, String peerUuid, String speed, String attached) {
+
+    public ThunderboltPort(String iface, String portName, String uuid, String peerUuid, String speed) {
+        this(iface, portName, uuid, peerUuid, speed, null);
+    }
 
     /** The Thunderbolt generation the reported speed implies: 5 for 80 Gb/s and up, 4 for 40, 3 for 20; 0 if unknown. */
     public int generation() {

@@ -93,12 +93,12 @@ public final class ThunderboltTopology {
         return Optional.empty();
     }
 
-    /** Ports of a host with nothing known at the other end (free for a new cable), in interface order. */
+    /** Ports of a host with nothing plugged in (free for a new cable), in interface order. */
     public List<ThunderboltPort> unconnectedPorts(int host) {
         List<ThunderboltPort> free = new ArrayList<>();
         List<ThunderboltPort> ports = hosts.get(host).ports();
         for (int p = 0; p < ports.size(); p++) {
-            if (ports.get(p).peerUuid() == null) {
+            if (ports.get(p).peerUuid() == null && ports.get(p).attached() == null) {
                 free.add(ports.get(p));
             }
         }

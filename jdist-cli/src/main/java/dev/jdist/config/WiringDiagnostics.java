@@ -165,7 +165,10 @@ public final class WiringDiagnostics {
     private String freePorts(int host) {
         List<ThunderboltPort> free = topology.unconnectedPorts(host);
         if (free.isEmpty()) {
-            return "none free: every port is in use";
+            List<String> devices = topology.hosts().get(host).ports().stream().filter(p -> p.attached() != null)
+                    .map(p -> p.iface() + " has " + p.attached()).toList();
+            return "none free: every port is in use" + (devices.isEmpty() ? "" : "; " + String.join(", ", devices)
+                    + " plugged in");
         }
         return free.stream().map(p -> p.iface() + (p.portName().equals(p.iface()) ? "" : " = " + p.portName()))
                 .collect(Collectors.joining(", "));

@@ -29,6 +29,9 @@ class ThunderboltParsingTest {
         assertThat(a.ports()).extracting(ThunderboltPort::iface).containsExactly("en2", "en3", "en4");
         assertThat(a.ports()).extracting(ThunderboltPort::peerUuid)
                 .containsExactly("B2B2B2B2-0000-0000-0000-000000000002", null, null); // dock has no domain UUID
+        assertThat(a.ports()).extracting(ThunderboltPort::attached).containsExactly(null, "TS4", null);
+        ThunderboltTopology t = MacFixtures.topology("two", "mac-a", "mac-b");
+        assertThat(t.unconnectedPorts(0)).extracting(ThunderboltPort::iface).containsExactly("en4"); // en3 has the dock
         HostWiring b = MacFixtures.wiring("two", "mac-b");
         assertThat(b.ports()).extracting(ThunderboltPort::uuid)
                 .containsExactly("B2B2B2B2-0000-0000-0000-000000000001", "B2B2B2B2-0000-0000-0000-000000000002");
