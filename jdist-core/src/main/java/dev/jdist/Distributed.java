@@ -76,6 +76,42 @@ public final class Distributed {
         return singleton;
     }
 
+    /**
+     * MLX's {@code init(strict, "jaccl", factory)}: JACCL with a custom side channel instead of the TCP
+     * coordinator. Only valid with backend {@code "jaccl"} (IllegalArgumentException otherwise, before any
+     * cache lookup); when {@code "jaccl"} is already cached the factory is ignored.
+     */
+    public static Group init(boolean strict, String backend, AllGatherFactory sideChannel) {
+        return init(strict, backend, sideChannel, System.getenv());
+    }
+
+    /** As {@link #init(boolean, String, AllGatherFactory)}, reading {@code env}. */
+    public static synchronized Group init(boolean strict, String backend, AllGatherFactory sideChannel, Map<String, String> env) {
+        if (!"jaccl".equals(backend)) {
+            throw new IllegalArgumentException("a custom side channel (all-gather factory) is only valid with the 'jaccl' backend, not '"
+                    + backend + "'");
+        }
+        if (sideChannel == null) throw new IllegalArgumentException("the JACCL side-channel factory must not be null");
+        Group cached = CACHE.get(backend);
+        if (cached != null) return cached;
+        Backend b = backends().get(backend);
+        if (b == null) {
+            if (strict) throw new ConfigException("the 'jaccl' backend is not part of this jdist build");
+        } else {
+            Optional<GroupImpl> impl = b.init(strict, env, sideChannel);
+            if (impl.isPresent()) {
+                GroupImpl g = impl.get();
+                Group group = new Group(g, new OperationQueue(backend + " rank " + g.rank()));
+                CACHE.put(backend, group);
+                CACHE.putIfAbsent("any", group);
+                return group;
+            }
+        }
+        Group singleton = Group.singleton();
+        CACHE.put(backend, singleton);
+        return singleton;
+    }
+
     /** {@code isAvailable("any")}. */
     public static boolean isAvailable() { return isAvailable("any"); }
 

@@ -1,5 +1,6 @@
 package dev.jdist.jaccl;
 
+import dev.jdist.AllGatherFactory;
 import dev.jdist.spi.Backend;
 import dev.jdist.spi.GroupImpl;
 
@@ -37,7 +38,8 @@ public final class JacclBackend implements Backend {
      * As {@link #init(boolean, Map)}, with MLX's custom side channel: {@code factory(rank, size)} is
      * called once and its function replaces the TCP star (no coordinator needed). Null for the default.
      */
-    public Optional<GroupImpl> init(boolean strict, Map<String, String> env, SideChannel.Factory factory) {
+    @Override
+    public Optional<GroupImpl> init(boolean strict, Map<String, String> env, AllGatherFactory factory) {
         Optional<JacclConfig> found = JacclConfig.fromEnv(env, strict, factory != null);
         if (found.isEmpty()) return Optional.empty();
         JacclConfig cfg = found.get();

@@ -1,5 +1,6 @@
 package dev.jdist.jaccl;
 
+import dev.jdist.AllGatherFactory;
 import dev.jdist.DistributedException;
 
 import java.nio.ByteBuffer;
@@ -66,22 +67,10 @@ public interface SideChannel extends AutoCloseable {
         allGatherInt(0);
     }
 
-    /** What a custom side channel supplies: {@code f(src, b)} returning the {@code size*b} rank-ordered bytes. */
-    @FunctionalInterface
-    interface AllGatherFunction {
-        byte[] allGather(byte[] src, int b);
-    }
-
-    /** Creates the function once per group: {@code factory(rank, size)}. */
-    @FunctionalInterface
-    interface Factory {
-        AllGatherFunction create(int rank, int size);
-    }
-
     /** A side channel backed by a user function; a result of the wrong length is an error naming both lengths. */
-    static SideChannel custom(int rank, int size, Factory factory) {
+    static SideChannel custom(int rank, int size, AllGatherFactory factory) {
         if (factory == null) throw new IllegalArgumentException("the JACCL side-channel factory must not be null");
-        AllGatherFunction f = factory.create(rank, size);
+        AllGatherFactory.AllGather f = factory.create(rank, size);
         if (f == null) throw new IllegalArgumentException("the JACCL side-channel factory returned null instead of an all-gather function");
         return new SideChannel() {
             @Override public int rank() { return rank; }

@@ -29,4 +29,12 @@ public interface Backend {
      *         (bad hostfile, unreachable peer, bad rank) — whatever {@code strict} is
      */
     Optional<GroupImpl> init(boolean strict, Map<String, String> env);
+
+    /**
+     * As {@link #init(boolean, Map)} with a caller-supplied side channel (MLX's JACCL custom
+     * all-gather). Only the {@code jaccl} backend takes one; the others reject it.
+     */
+    default Optional<GroupImpl> init(boolean strict, Map<String, String> env, dev.jdist.AllGatherFactory sideChannel) {
+        throw new IllegalArgumentException("the '" + name() + "' backend takes no custom side channel; only 'jaccl' does");
+    }
 }

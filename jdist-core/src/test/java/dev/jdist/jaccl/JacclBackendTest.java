@@ -54,13 +54,38 @@ class JacclBackendTest {
         Path f = dir.resolve("devices.json");
         Files.writeString(f, "[[null,\"" + absent + "\"],[\"" + absent + "\",null]]");
         Map<String, String> env = new HashMap<>(Map.of("MLX_RANK", "0", "MLX_IBV_DEVICES", f.toString()));
-        SideChannel.Factory echo = (rank, size) -> (src, b) -> {
+        dev.jdist.AllGatherFactory echo = (rank, size) -> (src, b) -> {
             byte[] out = new byte[size * b];
             for (int q = 0; q < size; q++) System.arraycopy(src, 0, out, q * b, b);
             return out;
         };
         assertThatThrownBy(() -> new JacclBackend().init(true, env, echo)).isInstanceOf(ConfigException.class)
                 .hasMessageContaining(absent).hasMessageContaining(present.size() + " device(s)").hasMessageContaining("ibv_devices");
+    }
+
+    @Test
+    @Timeout(60)
+    void distributedInitWithACustomSideChannel(@TempDir Path dir) throws Exception {
+        dev.jdist.AllGatherFactory echo = (rank, size) -> (src, b) -> new byte[size * b];
+        Distributed.reset();
+        try {
+            assertThatThrownBy(() -> Distributed.init(true, "ring", echo, Map.of())).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("only valid with the 'jaccl' backend");
+            assertThatThrownBy(() -> Distributed.init(true, "jaccl", null, Map.of())).isInstanceOf(IllegalArgumentException.class);
+            // no coordinator needed with a custom side channel: the configuration is complete, so it goes on to the devices
+            Path f = dir.resolve("devices.json");
+            Files.writeString(f, "[[null,\"jdist_absent_dev\"],[\"jdist_absent_dev\",null]]");
+            if (Verbs.problem(Verbs.defaultLibrary()).isEmpty()) {
+                assertThatThrownBy(() -> Distributed.init(false, "jaccl", echo, Map.of("MLX_RANK", "1", "MLX_IBV_DEVICES", f.toString())))
+                        .isInstanceOf(ConfigException.class).hasMessageContaining("jdist_absent_dev");
+            }
+            // not configured, not strict: the singleton, cached under "jaccl" only
+            dev.jdist.Group g = Distributed.init(false, "jaccl", echo, Map.of());
+            assertThat(g.size()).isEqualTo(1);
+            assertThat(Distributed.init(true, "jaccl", echo, Map.of())).isSameAs(g);
+        } finally {
+            Distributed.reset();
+        }
     }
 
     @Test
