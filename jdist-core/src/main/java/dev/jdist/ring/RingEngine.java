@@ -167,6 +167,12 @@ final class RingEngine implements AutoCloseable {
         } catch (DistributedException e) {
             breakGroup(e);
             throw e;
+        } catch (RuntimeException | Error e) {
+            // anything unexpected mid-operation leaves the byte streams out of step: the group cannot go on
+            PeerLostException lost = new PeerLostException("rank " + rank + ": " + opName + " failed unexpectedly ("
+                    + e + "); the ring's byte streams are out of step, so the group is closed", e);
+            breakGroup(lost);
+            throw e;
         } finally {
             for (StreamRun r : runs) {
                 if (r.sendSock != null) r.sendSock.sender = null;
@@ -217,11 +223,8 @@ final class RingEngine implements AutoCloseable {
                     Thread.yield();
                     continue;
                 }
-                for (int i = 0, m = runs.size(); i < m; i++) {
-                    StreamRun r = runs.get(i);
-                    if (r.sendSock != null) updateInterest(r.sendSock);
-                    if (r.recvSock != null) updateInterest(r.recvSock);
-                }
+                for (Socket s : left) updateInterest(s);
+                for (Socket s : right) updateInterest(s);
                 long waitNanos = timeoutNanos - (now - lastProgress);
                 if (waitNanos <= 0) throw deadline(opName, runs);
                 if (Thread.currentThread().isInterrupted()) {
