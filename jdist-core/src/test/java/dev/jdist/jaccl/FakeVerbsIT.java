@@ -150,4 +150,22 @@ class FakeVerbsIT {
         String row3 = "[[\"fake0\",\"fake1\"],null,[\"fake2\",\"fake3\"],null]";
         runGroup(dir, "[" + row0 + "," + row1 + "," + row2 + "," + row3 + "]", 4, true, "rc");
     }
+
+    @Test
+    @Timeout(300)
+    void eightRankMeshUc(@TempDir Path dir) throws Throwable {
+        StringBuilder m = new StringBuilder("[");
+        for (int q = 0; q < 8; q++) {
+            m.append(q == 0 ? "[" : ",[");
+            for (int p = 0; p < 8; p++) m.append(p == 0 ? "" : ",").append(p == q ? "null" : "\"fake" + (p % 4) + "\"");
+            m.append("]");
+        }
+        runGroup(dir, m.append("]").toString(), 8, false, "uc");
+    }
+
+    @Test
+    @Timeout(200)
+    void twoRankRingUsesDistinctLeftAndRightQueuePairs(@TempDir Path dir) throws Throwable {
+        runGroup(dir, "[[null,\"fake0\"],[\"fake1\",null]]", 2, true, "uc");
+    }
 }
