@@ -343,6 +343,11 @@ class JacclAlgorithmsTest {
         assertThat(Frames.classFor(1L << 40)).isEqualTo(7);
         assertThat(Frames.size(7)).isEqualTo(512 * 1024);
         assertThat(Frames.wrId(2, 1, 5)).isEqualTo((2 << 16) | (1 << 8) | 5);
+        assertThat(Frames.classFor(1 << 20, false)).as("macOS 26.2: always class 0").isZero();
+        assertThat(Frames.largeFrames("Mac OS X", "26.2")).isFalse();
+        assertThat(Frames.largeFrames("Mac OS X", "26.3")).isTrue();
+        assertThat(Frames.largeFrames("Mac OS X", "27.0")).isTrue();
+        assertThat(Frames.largeFrames("Linux", "6.18.44")).isTrue();
     }
 
 }
