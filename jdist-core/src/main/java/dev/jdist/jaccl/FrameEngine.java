@@ -8,10 +8,8 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 
@@ -147,24 +145,35 @@ final class FrameEngine {
     }
 
     private void run0(String what, List<SendStream> sends, List<RecvStream> recvs, BooleanSupplier afterPoll) {
-        Map<Integer, SendStream> sendOn = new HashMap<>();
-        Map<Integer, Integer> sendIndex = new HashMap<>();
-        Map<Integer, RecvStream> recvOn = new HashMap<>();
-        Set<Integer> conns = new LinkedHashSet<>();
+        // per-connection dispatch tables (connection numbers are small: < 2n or < 2m)
+        int maxConn = -1;
+        for (SendStream s : sends) if (s.frames > 0) for (int c : s.conns) maxConn = Math.max(maxConn, c);
+        for (RecvStream r : recvs) if (r.frames > 0) maxConn = Math.max(maxConn, r.conn);
+        SendStream[] sendOn = new SendStream[maxConn + 1];
+        int[] sendIndex = new int[maxConn + 1];
+        RecvStream[] recvOn = new RecvStream[maxConn + 1];
+        boolean[] used = new boolean[maxConn + 1];
+        int count = 0;
         for (SendStream s : sends) {
             if (s.frames == 0) continue;
             for (int i = 0; i < s.conns.length; i++) {
-                if (sendOn.put(s.conns[i], s) != null) throw new IllegalStateException("two send streams on connection " + s.conns[i]);
-                sendIndex.put(s.conns[i], i);
-                conns.add(s.conns[i]);
+                int c = s.conns[i];
+                if (sendOn[c] != null) throw new IllegalStateException("two send streams on connection " + c);
+                sendOn[c] = s;
+                sendIndex[c] = i;
+                if (!used[c]) count++;
+                used[c] = true;
             }
         }
         for (RecvStream r : recvs) {
             if (r.frames == 0) continue;
-            if (recvOn.put(r.conn, r) != null) throw new IllegalStateException("two receive streams on connection " + r.conn);
-            conns.add(r.conn);
+            if (recvOn[r.conn] != null) throw new IllegalStateException("two receive streams on connection " + r.conn);
+            recvOn[r.conn] = r;
+            if (!used[r.conn]) count++;
+            used[r.conn] = true;
         }
-        int[] polled = conns.stream().mapToInt(Integer::intValue).toArray();
+        int[] polled = new int[count];
+        for (int c = 0, i = 0; c <= maxConn; c++) if (used[c]) polled[i++] = c;
         // receives first, then sends
         for (RecvStream r : recvs) postReceives(r);
         for (SendStream s : sends) postSends(s);
@@ -189,13 +198,13 @@ final class FrameEngine {
                                 + transport.describe(conn) + " completed with " + transport.statusText(statuses[i]) + " during " + what
                                 + "; the peer process is gone or the link failed");
                     }
-                    if (kind == Frames.KIND_SEND && sendOn.containsKey(conn)) {
-                        SendStream s = sendOn.get(conn);
-                        int idx = sendIndex.get(conn);
+                    if (kind == Frames.KIND_SEND && sendOn[conn] != null) {
+                        SendStream s = sendOn[conn];
+                        int idx = sendIndex[conn];
                         checkSlot(id, s.completed[idx], conn, what);
                         s.completed[idx]++;
-                    } else if (kind == Frames.KIND_RECV && recvOn.containsKey(conn)) {
-                        RecvStream r = recvOn.get(conn);
+                    } else if (kind == Frames.KIND_RECV && recvOn[conn] != null) {
+                        RecvStream r = recvOn[conn];
                         checkSlot(id, r.arrived, conn, what);
                         long f = r.arrived++;
                         if (r.released == f && r.sink.consume(f, r.frame(f))) r.released++;

@@ -71,7 +71,26 @@ final class MemFabric {
         }
     }
 
-    synchronized void kill(int rank) { dead[rank] = true; }
+    /**
+     * The rank vanishes: sends already queued towards it complete at their senders (RC: with
+     * IBV_WC_RETRY_EXC_ERR once the retries run out; UC: successfully, bytes lost); its own queued
+     * sends never arrive.
+     */
+    void kill(int rank) {
+        synchronized (this) {
+            dead[rank] = true;
+        }
+        for (Endpoint e : endpoints[rank]) {
+            if (e.peer == null) continue;
+            synchronized (e.lock) {
+                for (Wr w : e.waitingSends) {
+                    e.peer.complete(w.wrId(), mode == JacclConfig.QpMode.RC ? Verbs.IBV_WC_RETRY_EXC_ERR : 0, true);
+                }
+                e.waitingSends.clear();
+                e.peer.waitingSends.clear();
+            }
+        }
+    }
 
     synchronized void silence(int rank) { silent[rank] = true; }
 
