@@ -40,6 +40,9 @@ public final class RankProcess {
     private final CountDownLatch pumpsDone = new CountDownLatch(2);
     private final Object stdinLock = new Object();
     private OutputStream stdin;
+    /** Input for a remote rank that arrives before its handshake (the pseudo-terminal would echo it before stty -echo). */
+    private ByteArrayOutputStream heldInput = new ByteArrayOutputStream();
+    private boolean closeAfterHeld;
 
     private RankProcess(int rank, HostEntry host, List<String> command, OutputSink sink, String sshPath) {
         this.rank = rank;
@@ -108,6 +111,10 @@ public final class RankProcess {
             if (stdin == null || !process.isAlive()) {
                 return false;
             }
+            if (heldInput != null && !host.isLocal()) {
+                heldInput.write(buf, 0, n);
+                return true;
+            }
             try {
                 stdin.write(buf, 0, n);
                 stdin.flush();
@@ -122,7 +129,34 @@ public final class RankProcess {
     /** Closes the rank's stdin (end-of-file for a local rank). */
     public void closeInput() {
         synchronized (stdinLock) {
+            if (heldInput != null && !host.isLocal()) {
+                closeAfterHeld = true;
+                return;
+            }
             closeInputQuietly();
+        }
+    }
+
+    /** The handshake arrived (terminal echo is off now): deliver the input held back so far. */
+    private void releaseHeldInput() {
+        synchronized (stdinLock) {
+            ByteArrayOutputStream held = heldInput;
+            heldInput = null;
+            if (stdin == null || held == null) {
+                return;
+            }
+            try {
+                if (held.size() > 0) {
+                    held.writeTo(stdin);
+                    stdin.flush();
+                }
+            } catch (IOException e) {
+                closeInputQuietly();
+                return;
+            }
+            if (closeAfterHeld) {
+                closeInputQuietly();
+            }
         }
     }
 
@@ -184,6 +218,7 @@ public final class RankProcess {
             if (line.startsWith(Bootstrap.HANDSHAKE)) {
                 pidFile = line.substring(Bootstrap.HANDSHAKE.length());
                 handshake = true;
+                releaseHeldInput();
                 if (i + 1 < data.length) {
                     sink.write(rank, false, data, i + 1, data.length - i - 1);
                 }

@@ -1,0 +1,18 @@
+package dev.jdist.launch;
+
+/** A main class for LocalLaunchIT: prints its rank, a system property, its first argument, and whether jdist-core loads. */
+public final class RankInfo {
+    private RankInfo() {
+    }
+
+    public static void main(String[] args) {
+        boolean core;
+        try {
+            Class.forName("dev.jdist.Distributed");
+            core = true;
+        } catch (ClassNotFoundException e) {
+            core = false;
+        }
+        System.out.println("rank " + System.getenv("MLX_RANK") + " " + System.getProperty("x.y") + " " + args[0] + " " + core);
+    }
+}
