@@ -42,7 +42,8 @@ import java.util.stream.Stream;
  * launcher's PATH and every {@code ssh HOST} it runs reaches the namespaces without touching
  * the user's ssh configuration.
  *
- * <p>Sessions started by each sshd get {@code PATH=<stubDir(i)>:...} and {@code JDIST_TEST_HOST=<alias>}, so
+ * <p>Sessions started by each sshd get {@code PATH=<stubDir(i)>:...}, {@code JDIST_TEST_HOST=<alias>} and
+ * {@code HOME=<homeDir(i)>} (so the machine's own dotfiles do not run), so
  * {@link #putStub} can shadow system commands (system_profiler, ifconfig, ...) per host. The filesystem is
  * shared with the test (same java, same jars, same temp directories).
  *
@@ -177,6 +178,11 @@ public final class NetnsCluster implements AutoCloseable {
     /** The per-host directory that is first on PATH in every ssh session of host i. */
     public Path stubDir(int i) {
         return dir.resolve("host" + i).resolve("bin");
+    }
+
+    /** HOME of ssh sessions on host i (an empty directory: no dotfiles run). */
+    public Path homeDir(int i) {
+        return dir.resolve("host" + i);
     }
 
     /** The cluster's private temp directory (deleted by close). */

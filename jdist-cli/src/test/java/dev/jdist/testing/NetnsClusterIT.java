@@ -35,6 +35,8 @@ class NetnsClusterIT {
 
             CommandResult stub = cluster.ssh(1, T, "system_profiler SPThunderboltDataType");
             assertThat(stub.stdout().trim()).isEqualTo("stub-on-node1 SPThunderboltDataType");
+            CommandResult home = cluster.ssh(2, T, "echo $HOME");
+            assertThat(home.stdout().trim()).isEqualTo(cluster.homeDir(2).toString());
             CommandResult noStub = cluster.ssh(0, T, "command -v system_profiler || echo none");
             assertThat(noStub.stdout().trim()).isEqualTo("none");
 
