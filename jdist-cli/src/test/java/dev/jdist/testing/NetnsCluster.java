@@ -180,7 +180,7 @@ public final class NetnsCluster implements AutoCloseable {
         return dir.resolve("host" + i).resolve("bin");
     }
 
-    /** HOME of ssh sessions on host i (an empty directory: no dotfiles run). */
+    /** HOME of ssh sessions on host i (the host's own folder: the machine user's dotfiles do not run). */
     public Path homeDir(int i) {
         return dir.resolve("host" + i);
     }
