@@ -271,9 +271,13 @@ final class FrameEngine {
                 + "; that rank has probably died or stopped calling collectives");
     }
 
+    /**
+     * Busy-poll first (MLX busy-polls; RDMA completions arrive within microseconds), then yield, then
+     * sleep in growing steps of at most 200 µs, so a rank waiting for a slow peer does not burn a core.
+     */
     private static void backoff(int idle) {
-        if (idle < 256) Thread.onSpinWait();
-        else if (idle < 512) Thread.yield();
-        else LockSupport.parkNanos(Math.min(1_000_000L, 10_000L * (idle - 511)));
+        if (idle < 2048) Thread.onSpinWait();
+        else if (idle < 4096) Thread.yield();
+        else LockSupport.parkNanos(Math.min(200_000L, 5_000L * (idle - 4095)));
     }
 }
