@@ -3,12 +3,15 @@ package dev.jdist;
 import dev.jdist.spi.Backend;
 import dev.jdist.spi.GroupImpl;
 
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.ServiceLoader;
+import java.util.Set;
 
 /**
  * Entry point: forms this process's group with one of the backends (spec collectives.md §2),
@@ -21,7 +24,7 @@ public final class Distributed {
     static final List<String> VALID_NAMES = List.of("any", "ring", "jaccl", "mpi", "nccl");
 
     private static final Map<String, Group> CACHE = new HashMap<>();
-    private static Map<String, Backend> backends;
+    private static Map<String, Backend> backends;      // null until first use; guarded by the class lock
 
     private Distributed() {}
 
@@ -35,29 +38,42 @@ public final class Distributed {
         return init(strict, backend, System.getenv());
     }
 
-    /** As {@link #init(boolean, String)}, reading {@code env} instead of the process environment (for tests and embedding). */
+    /**
+     * As {@link #init(boolean, String)}, reading {@code env} instead of the process environment (for
+     * tests and embedding). Caching follows spec collectives.md §2.3 exactly:
+     * <ol>
+     *   <li>an unknown name fails before the cache is consulted;</li>
+     *   <li>a cached name returns its group whatever {@code strict} is;</li>
+     *   <li>a real group is cached under its backend's name and under {@code "any"} unless
+     *       {@code "any"} is already taken (the first success wins {@code "any"} for good);</li>
+     *   <li>a non-strict failure caches the 1-rank group under the name tried last (for
+     *       {@code "any"}: {@code "jaccl"}, never {@code "any"}); a strict failure caches nothing.</li>
+     * </ol>
+     * A backend that finds its configuration but fails to start throws whatever {@code strict} is.
+     */
     public static synchronized Group init(boolean strict, String backend, Map<String, String> env) {
-        if (!VALID_NAMES.contains(backend)) {
+        if (backend == null || !VALID_NAMES.contains(backend)) {
             throw new IllegalArgumentException("unknown distributed backend '" + backend + "'; valid backends: "
                     + String.join(", ", VALID_NAMES));
         }
         Group cached = CACHE.get(backend);
         if (cached != null) return cached;
 
-        List<String> candidates = backend.equals("any") ? ANY_ORDER : List.of(backend);
+        boolean any = backend.equals("any");
+        List<String> candidates = any ? ANY_ORDER : List.of(backend);
         String lastTried = backend;
         for (String name : candidates) {
             lastTried = name;
             Backend b = backends().get(name);
-            Optional<GroupImpl> impl;
             if (b == null) {
-                if (strict && !backend.equals("any")) {
-                    throw new ConfigException("the '" + name + "' backend is not part of this jdist build");
+                if (strict && !any) {
+                    throw new ConfigException("the '" + name + "' backend is not part of this jdist build; "
+                            + "add its module to the classpath or pick another backend");
                 }
                 continue;
             }
-            impl = b.init(backend.equals("any") ? false : strict, env);
-            if (impl.isPresent()) {
+            Optional<GroupImpl> impl = b.init(!any && strict, env);   // "any" tries each non-strictly
+            if (impl != null && impl.isPresent()) {
                 GroupImpl g = impl.get();
                 Group group = new Group(g, new OperationQueue(name + " rank " + g.rank()));
                 CACHE.put(name, group);
@@ -66,10 +82,11 @@ public final class Distributed {
             }
         }
         if (strict) {
-            throw new ConfigException(backend.equals("any")
+            throw new ConfigException(any
                     ? "could not initialize any distributed backend (tried " + String.join(", ", ANY_ORDER)
                       + "); launch with `jdist launch` or set MLX_RANK and MLX_HOSTFILE"
-                    : "the '" + backend + "' backend is not configured");
+                    : "the '" + backend + "' backend is not configured; launch with `jdist launch --backend "
+                      + backend + "` or set its environment variables");
         }
         Group singleton = Group.singleton();
         CACHE.put(lastTried, singleton);
@@ -138,7 +155,10 @@ public final class Distributed {
 
     /** Closes every cached group and empties the cache (MLX: {@code clear_backends()}). */
     public static synchronized void reset() {
-        for (Group g : new java.util.HashSet<>(CACHE.values())) {
+        // The same group may be cached under two names ("ring" and "any"): close each once.
+        Set<Group> distinct = Collections.newSetFromMap(new IdentityHashMap<>());
+        distinct.addAll(CACHE.values());
+        for (Group g : distinct) {
             try {
                 g.close();
             } catch (RuntimeException ignored) {
@@ -146,6 +166,21 @@ public final class Distributed {
             }
         }
         CACHE.clear();
+    }
+
+    /**
+     * Test hook: use exactly {@code fakes} instead of the {@link ServiceLoader} backends (null
+     * restores the ServiceLoader). Empties the cache after closing its groups.
+     */
+    static synchronized void useBackendsForTesting(List<Backend> fakes) {
+        reset();
+        if (fakes == null) {
+            backends = null;
+            return;
+        }
+        Map<String, Backend> found = new LinkedHashMap<>();
+        for (Backend b : fakes) found.putIfAbsent(b.name(), b);
+        backends = found;
     }
 
     private static synchronized Map<String, Backend> backends() {

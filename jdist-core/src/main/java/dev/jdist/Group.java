@@ -95,7 +95,11 @@ public final class Group implements AutoCloseable {
     }
 
     /** Element-wise sum over ranks, of which rank r keeps rows {@code [r*d0/n, (r+1)*d0/n)}. */
-    public Array sumScatter(Array x) { return size() == 1 ? x : queue.run(() -> doSumScatterNow(checkScatter(x))); }
+    public Array sumScatter(Array x) {
+        if (size() == 1) return x;
+        checkScatter(x);
+        return queue.run(() -> doSumScatterNow(x));
+    }
 
     public CompletableFuture<Array> sumScatterAsync(Array x) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
@@ -104,9 +108,14 @@ public final class Group implements AutoCloseable {
     }
 
     private Array checkScatter(Array x) {
-        if (x.ndim() == 0 || x.shape(0) % size() != 0) {
-            throw new IllegalArgumentException("sum_scatter needs an input with at least one axis whose first dimension "
-                    + "divides by the group size " + size() + "; got shape " + Arrays.toString(x.shape()));
+        if (x.ndim() == 0) {
+            throw new IllegalArgumentException("sum_scatter needs an input with at least one axis; got a 0-d array "
+                    + "(shape []) on a group of size " + size() + ". Reshape it to [" + size() + ", ...] first.");
+        }
+        if (x.shape(0) % size() != 0) {
+            throw new IllegalArgumentException("sum_scatter splits axis 0 into " + size() + " equal parts (the group size), "
+                    + "but the input has shape " + Arrays.toString(x.shape()) + " and " + x.shape(0) + " is not divisible by "
+                    + size());
         }
         return x;
     }
@@ -178,11 +187,13 @@ public final class Group implements AutoCloseable {
 
     /** Receives an array of {@code shape}/{@code dtype} from rank {@code src}. */
     public Array recv(int[] shape, DType dtype, int src) {
+        checkRecv(shape, dtype);
         checkPeer("recv from", src);
         return queue.run(() -> doRecvNow(shape, dtype, src));
     }
 
     public CompletableFuture<Array> recvAsync(int[] shape, DType dtype, int src) {
+        checkRecv(shape, dtype);
         checkPeer("recv from", src);
         return queue.submit(() -> doRecvNow(shape, dtype, src));
     }
@@ -192,17 +203,24 @@ public final class Group implements AutoCloseable {
 
     public CompletableFuture<Array> recvLikeAsync(Array like, int src) { return recvAsync(like.shape(), like.dtype(), src); }
 
+    private static void checkRecv(int[] shape, DType dtype) {
+        if (shape == null || dtype == null) throw new IllegalArgumentException("recv needs a shape and a dtype, got "
+                + (shape == null ? "no shape" : Arrays.toString(shape)) + " and " + dtype);
+        Array.elementCount(shape);   // rejects negative dimensions, naming the shape
+    }
+
     private Array doRecvNow(int[] shape, DType dtype, int src) {
         Array out = Array.zeros(dtype, shape);
         impl.recv(out, src);
         return out;
     }
 
+    /** §2.5/§2.6: at call time; any size-1 group (singleton or a 1-member split) has no peer. */
     private void checkPeer(String what, int peer) {
-        if (impl == null) throw new IllegalArgumentException("cannot " + what + " a singleton group");
+        if (size() == 1) throw new IllegalArgumentException("cannot " + what + " a singleton group (size 1)");
         if (peer < 0 || peer >= size()) {
-            throw new IllegalArgumentException("cannot " + what + " rank " + peer + ": the group has " + size()
-                    + " ranks (valid: 0.." + (size() - 1) + ")");
+            throw new IllegalArgumentException("cannot " + what + " rank " + peer + ": the group has size " + size()
+                    + " (valid ranks 0.." + (size() - 1) + ")");
         }
     }
 
