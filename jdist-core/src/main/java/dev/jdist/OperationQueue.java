@@ -1,6 +1,8 @@
 package dev.jdist;
 
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
@@ -11,9 +13,12 @@ import java.util.function.Supplier;
  *
  * <p>Each operation takes a ticket when it is issued; it runs once every earlier ticket has
  * finished. A synchronous call runs on the caller's thread: with nothing queued it costs two
- * uncontended lock round trips and no thread hand-off. An asynchronous call runs on its own
- * virtual thread, so a caller's callback that issues another operation can never block the
- * operations queued ahead of it. A failed operation still finishes its ticket, so later ones run.
+ * uncontended lock round trips and no thread hand-off. Asynchronous calls run on one platform
+ * thread per group, in ticket order (platform, not virtual: backends block in native calls, which
+ * would pin the few carrier threads and can deadlock ranks that share a JVM). Their futures are
+ * completed from a separate callback pool, so a callback that issues another operation never
+ * blocks the worker that must run the operations queued ahead of it. A failed operation still
+ * finishes its ticket, so later ones run.
  */
 final class OperationQueue implements AutoCloseable {
     private final String name;
@@ -23,6 +28,13 @@ final class OperationQueue implements AutoCloseable {
     private long completed;     // tickets finished; the ticket equal to this may run; guarded by lock
     private boolean closed;     // guarded by lock
     private volatile Thread running;   // thread of the running operation, to catch re-entrant calls
+    private ExecutorService worker;    // created on the first async call; guarded by lock
+
+    private static final ExecutorService CALLBACKS = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "jdist-callbacks");
+        t.setDaemon(true);
+        return t;
+    });
 
     OperationQueue(String name) {
         this.name = name;
@@ -41,19 +53,30 @@ final class OperationQueue implements AutoCloseable {
 
     /** Issues {@code op} now (its place in the order is fixed here) and runs it when its turn comes. */
     <T> CompletableFuture<T> submit(Supplier<T> op) {
-        long ticket = take();
         CompletableFuture<T> result = new CompletableFuture<>();
-        Thread.ofVirtual().name("jdist-op-" + name + "-" + ticket).start(() -> {
-            awaitTurn(ticket);
-            T value;
-            try {
-                value = execute(op);
-            } catch (Throwable t) {
-                result.completeExceptionally(t);
-                return;
+        lock.lock();
+        try {
+            long ticket = take();
+            if (worker == null) {
+                worker = Executors.newSingleThreadExecutor(r -> {
+                    Thread t = new Thread(r, "jdist-ops-" + name);
+                    t.setDaemon(true);
+                    return t;
+                });
             }
-            result.complete(value);
-        });
+            // Enqueued under the lock: the worker's FIFO order must equal ticket order.
+            worker.execute(() -> {
+                awaitTurn(ticket);
+                try {
+                    T value = execute(op);
+                    CALLBACKS.execute(() -> result.complete(value));
+                } catch (Throwable t) {
+                    CALLBACKS.execute(() -> result.completeExceptionally(t));
+                }
+            });
+        } finally {
+            lock.unlock();
+        }
         return result;
     }
 
@@ -108,6 +131,7 @@ final class OperationQueue implements AutoCloseable {
         lock.lock();
         try {
             closed = true;
+            if (worker != null) worker.shutdown();   // operations already issued still run
         } finally {
             lock.unlock();
         }
