@@ -103,6 +103,65 @@ final class VerbsTransport implements RdmaTransport {
         }
     }
 
+    /** What {@link JacclCheck} reports about one device's port 1. */
+    record DeviceInfo(String name, int portState, int lid, int gidTableLength, int ipv4GidIndex, byte[] ipv4Gid, String problem) {}
+
+    /** Opens every device, queries port 1 and scans its GIDs; errors become {@code problem} text. */
+    static List<DeviceInfo> describeDevices(Verbs v) {
+        List<DeviceInfo> out = new ArrayList<>();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment num = a.allocate(ValueLayout.JAVA_INT);
+            MemorySegment state = Verbs.callState(a);
+            MemorySegment list = (MemorySegment) v.getDeviceList.invokeExact(num);
+            if (list.equals(MemorySegment.NULL)) return out;
+            int n = num.get(ValueLayout.JAVA_INT, 0);
+            MemorySegment arr = list.reinterpret(ValueLayout.ADDRESS.byteSize() * n);
+            try {
+                for (int i = 0; i < n; i++) {
+                    MemorySegment dev = arr.getAtIndex(ValueLayout.ADDRESS, i);
+                    String name = ((MemorySegment) v.getDeviceName.invokeExact(dev)).reinterpret(256).getString(0);
+                    MemorySegment ctx = (MemorySegment) v.openDevice.invokeExact(state, dev);
+                    if (ctx.equals(MemorySegment.NULL)) {
+                        out.add(new DeviceInfo(name, -1, -1, 0, -1, null, "ibv_open_device failed (errno " + Verbs.errno(state) + ")"));
+                        continue;
+                    }
+                    try {
+                        MemorySegment port = a.allocate(IBV_PORT_ATTR);
+                        int rc = (int) v.queryPort.invokeExact(state, ctx, (byte) PORT, port);
+                        if (rc != 0) {
+                            out.add(new DeviceInfo(name, -1, -1, 0, -1, null, "ibv_query_port failed (errno " + Verbs.errno(state) + ")"));
+                            continue;
+                        }
+                        int gids = port.get(ValueLayout.JAVA_INT, offset(IBV_PORT_ATTR, "gid_tbl_len"));
+                        MemorySegment gid = a.allocate(16, 8);
+                        int found = -1;
+                        byte[] g4 = null;
+                        for (int k = 0; k < gids && found < 0; k++) {
+                            if ((int) v.queryGid.invokeExact(state, ctx, (byte) PORT, k, gid) != 0) continue;
+                            byte[] g = gid.toArray(ValueLayout.JAVA_BYTE);
+                            if (isIpv4Mapped(g)) {
+                                found = k;
+                                g4 = g;
+                            }
+                        }
+                        out.add(new DeviceInfo(name, port.get(ValueLayout.JAVA_INT, offset(IBV_PORT_ATTR, "state")),
+                                Short.toUnsignedInt(port.get(ValueLayout.JAVA_SHORT, offset(IBV_PORT_ATTR, "lid"))), gids, found, g4,
+                                found < 0 ? "no IPv4-mapped GID: give the interface an IPv4 address" : null));
+                    } finally {
+                        int ignored = (int) v.closeDevice.invokeExact(ctx);
+                    }
+                }
+            } finally {
+                v.freeDeviceList.invokeExact(list);
+            }
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        return out;
+    }
+
     /**
      * Builds every queue pair this rank needs and connects them through the side channel.
      * Connection numbering follows {@link RdmaTransport}.

@@ -168,4 +168,23 @@ class FakeVerbsIT {
     void twoRankRingUsesDistinctLeftAndRightQueuePairs(@TempDir Path dir) throws Throwable {
         runGroup(dir, "[[null,\"fake0\"],[\"fake1\",null]]", 2, true, "uc");
     }
+
+    @Test
+    @Timeout(60)
+    void jacclCheckReportsDevicesGidsAndTheRanksRow(@TempDir Path dir) throws Throwable {
+        Path so = library(dir);
+        Path file = dir.resolve("devices.json");
+        Files.writeString(file, "[[null,\"fake1\",\"fake9\"],[\"fake0\",null,\"fake2\"],[\"fake0\",\"fake1\",null]]");
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        int code = JacclCheck.run(new String[]{file.toString()}, Map.of("JDIST_JACCL_LIB", so.toString(), "MLX_RANK", "0"),
+                new java.io.PrintStream(bytes, true, StandardCharsets.UTF_8));
+        String out = bytes.toString(StandardCharsets.UTF_8);
+        assertThat(out).contains("devices: 4").contains("fake2: port 1 ACTIVE, lid 0, 4 GIDs, IPv4-mapped GID at index 2 (10.0.0.3)")
+                .contains("mesh: valid").contains("rank 0 -> rank 1: fake1 present").contains("rank 0 -> rank 2: fake9 MISSING");
+        assertThat(code).as(out).isEqualTo(1);
+        bytes.reset();
+        assertThat(JacclCheck.run(new String[0], Map.of("JDIST_JACCL_LIB", "libjdist-absent.so.0"),
+                new java.io.PrintStream(bytes, true, StandardCharsets.UTF_8))).isEqualTo(2);
+        assertThat(bytes.toString(StandardCharsets.UTF_8)).contains("libjdist-absent.so.0");
+    }
 }
