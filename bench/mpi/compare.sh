@@ -45,13 +45,14 @@ JAVA=("$JAVA_HOME/bin/java" --add-modules=jdk.incubator.vector --enable-native-a
 
 iters_for() { local b=$1 i=$(( 512 * 1048576 / $1 )); [ $i -gt 200 ] && i=200; [ $i -lt 10 ] && i=10; echo $i; }
 
-RESULTS="$WORK/results.txt"
+RESULTS=${RESULTS_FILE:-$WORK/results.txt}   # RESULTS_FILE=path keeps the raw rows
 : > "$RESULTS"
 for round in $(seq 1 "$ROUNDS"); do
   for b in $SIZES; do
     it=$(iters_for "$b")
-    timeout 300 "${MPIRUN[@]}" -n "$RANKS" "$WORK/allreduce_bench" "$b" "$it" "$WARMUP" 2>/dev/null | grep '^c ' >> "$RESULTS"
-    timeout 300 "${MPIRUN[@]}" -n "$RANKS" "${JAVA[@]}" "$b" "$it" "$WARMUP" 2>/dev/null | grep '^jdist-' >> "$RESULTS"
+    # A run that fails or passes the time limit just leaves its rows out (reported as "-").
+    timeout 600 "${MPIRUN[@]}" -n "$RANKS" "$WORK/allreduce_bench" "$b" "$it" "$WARMUP" 2>/dev/null | grep '^c ' >> "$RESULTS" || true
+    timeout 600 "${MPIRUN[@]}" -n "$RANKS" "${JAVA[@]}" "$b" "$it" "$WARMUP" 2>/dev/null | grep '^jdist-' >> "$RESULTS" || true
   done
 done
 
@@ -59,17 +60,30 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n) $(nproc) cores, load $(cut 
 echo "# $("${MPIRUN[0]}" --version 2>&1 | head -1)"
 python3 - "$RESULTS" <<'PY'
 import sys, statistics
-rows = {}
+rows, mins = {}, {}
 for line in open(sys.argv[1]):
     f = line.split()
     rows.setdefault((int(f[1]), f[0]), []).append(float(f[3]))
+    mins.setdefault((int(f[1]), f[0]), []).append(float(f[4]))
 sizes = sorted({b for b, _ in rows})
 cols = [('c', 'C MPI_Allreduce'), ('jdist-binding', 'jdist binding'), ('jdist-into', 'Group.allReduceInto'),
         ('jdist-allsum', 'Group.allSum')]
-print("| bytes | " + " | ".join(f"{t} (us)" + ("" if k == 'c' else " / vs C") for k, t in cols) + " |")
+def stat(b, k):
+    v = rows.get((b, k))
+    return (statistics.median(v), min(mins[(b, k)])) if v else None
+print("median over rounds of each run's median call time in us (best single call in brackets); vs C compares medians")
+print("| bytes | " + " | ".join(t for _, t in cols) + " |")
 print("|---:|" + "---:|" * len(cols))
 for b in sizes:
-    med = {k: statistics.median(rows[(b, k)]) if (b, k) in rows else float('nan') for k, _ in cols}
-    cells = [f"{med['c']:.1f}"] + [f"{med[k]:.1f} / {100 * (med[k] / med['c'] - 1):+.1f}%" for k, _ in cols[1:]]
+    c = stat(b, 'c')
+    cells = []
+    for k, _ in cols:
+        s = stat(b, k)
+        if s is None:
+            cells.append("-")
+        elif k == 'c' or c is None:
+            cells.append(f"{s[0]:.0f} ({s[1]:.0f})")
+        else:
+            cells.append(f"{s[0]:.0f} ({s[1]:.0f}) {100 * (s[0] / c[0] - 1):+.0f}%")
     print(f"| {b} | " + " | ".join(cells) + " |")
 PY
