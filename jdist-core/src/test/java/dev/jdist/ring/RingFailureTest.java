@@ -225,6 +225,21 @@ class RingFailureTest {
     }
 
     @Test
+    void splitWithATokenFormsAuthenticatedSubRings() throws Exception {
+        Path hf = RingTestSupport.hostfile(dir, 4, 1);
+        List<String> results = RingTestSupport.onEveryRank(hf, 4, Map.of("JDIST_JOB_TOKEN", "tok"), g -> {
+            try (GroupImpl sub = g.split(g.rank() % 2, g.rank())) {
+                Array y = Array.zeros(DType.INT32, 3);
+                sub.allReduce(Array.fromDoubles(DType.INT32, new double[] {g.rank(), 1, 0}, 3), y, ReduceOp.SUM);
+                int want = g.rank() % 2 == 0 ? 0 + 2 : 1 + 3;
+                return sub.size() == 2 && sub.rank() == g.rank() / 2 && y.getDouble(0) == want && y.getDouble(1) == 2 ? "ok"
+                        : "bad: rank " + sub.rank() + " of " + sub.size() + " sum " + y;
+            }
+        });
+        assertThat(results).containsOnly("ok");
+    }
+
+    @Test
     void differentTokensAreRejectedWithAMessageNamingTheVariable() throws Exception {
         Path hf = RingTestSupport.hostfile(dir, 2, 1);
         Future<GroupImpl> g0 = pool.submit(() -> init(0, hf, "3", Map.of("JDIST_JOB_TOKEN", "one")));

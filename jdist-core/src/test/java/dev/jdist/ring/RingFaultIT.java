@@ -82,11 +82,12 @@ class RingFaultIT {
     void aRankWhosePeerNeverStartsReportsItAfterTheDeadline() throws Exception {
         Path hf = RingTestSupport.hostfile(dir, 2, 1);
         try (RankProcesses ranks = new RankProcesses()) {
-            ranks.start(dir, 0, hf, RingLoopProgram.class, Map.of("JDIST_TIMEOUT", "3"), "10", "60");
+            ranks.start(dir, 0, hf, RingLoopProgram.class, Map.of("JDIST_TIMEOUT", "3", "MLX_RING_VERBOSE", ""), "10", "60");
             int code = ranks.await(0, 60);
             String out = ranks.output(0);
             assertThat(code).as(out).isEqualTo(5);
             assertThat(out).contains("ConnectFailedException").contains("rank 1").contains("attempt").contains("127.0.0.1:");
+            assertThat(out).as("MLX_RING_VERBOSE (even empty) logs progress").contains("[ring] rank 0: listening on");
         }
     }
 
