@@ -231,7 +231,13 @@ final class RingConnector {
             while (result == null) {
                 SocketChannel ch = listener.channel().accept();
                 if (ch == null) return;
-                configure(ch);
+                try {
+                    configure(ch);
+                } catch (IOException e) {
+                    // the caller gave up at once (reset); keep waiting for the neighbour
+                    closeQuietly(ch);
+                    continue;
+                }
                 if (auth == null) {
                     complete(ch);
                     return;
@@ -242,7 +248,11 @@ final class RingConnector {
                 }
                 Handshake h = Handshake.acceptor(this, ch, listener.index(), auth);
                 pending.add(h);
-                h.register(selector);
+                try {
+                    h.register(selector);
+                } catch (IOException e) {
+                    reject(h, "closed before authenticating");
+                }
             }
         }
 
