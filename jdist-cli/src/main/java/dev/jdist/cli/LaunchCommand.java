@@ -30,6 +30,12 @@ public final class LaunchCommand implements Callable<Integer> {
         spec.parser().unmatchedOptionsArePositionalParams(true);
         spec.parser().endOfOptionsDelimiter("\u0000jdist-launch-takes-everything\u0000");
         spec.parser().expandAtFiles(false);
+        // 'jdist help launch' shows the same full option list as 'jdist launch --help'
+        var sections = new java.util.LinkedHashMap<>(spec.usageMessage().sectionMap());
+        sections.put("jdistLaunchFull", help -> dev.jdist.launch.LaunchArguments.commandLine(
+                new dev.jdist.launch.LaunchOptions()).getUsageMessage());
+        spec.usageMessage().sectionMap(sections);
+        spec.usageMessage().sectionKeys(List.of("jdistLaunchFull"));
     }
 
     @Override

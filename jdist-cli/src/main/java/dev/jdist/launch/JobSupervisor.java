@@ -130,6 +130,7 @@ public final class JobSupervisor {
                 }
                 case Finished(RankProcess rp) -> {
                     running--;
+                    rp.removeLocalPidFile();
                     report(rp);
                 }
                 case Signalled(int sig) -> {

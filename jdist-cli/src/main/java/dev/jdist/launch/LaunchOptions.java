@@ -12,13 +12,14 @@ import java.util.List;
  * the error messages are MLX's. Parsed by {@link LaunchArguments}.
  */
 @Command(name = "launch",
-        usageHelpWidth = 100,
+        usageHelpWidth = 110,
+        sortOptions = false,
         customSynopsis = {"jdist launch [options] [--] COMMAND [ARGS...]", "       jdist launch --print-java | --print-python"},
         description = {
-                "Starts COMMAND as one process per rank, locally or over ssh, with the environment the chosen backend",
-                "needs (MLX-compatible). COMMAND is a .java source file, a .jar, a main class (with --class-path) or any",
-                "command (python3 train.py, ./job.sh). Options may appear after the command; write -- before the",
-                "command to pass options to it instead.",
+                "Starts COMMAND as one process per rank, locally or over ssh, with the environment the chosen",
+                "backend needs (MLX-compatible). COMMAND is a .java source file, a .jar, a main class (with",
+                "--class-path) or any command (python3 train.py, ./job.sh). Options may appear after the command;",
+                "write -- before the command to pass options to it instead.",
                 ""},
         footer = {"",
                 "Examples:",

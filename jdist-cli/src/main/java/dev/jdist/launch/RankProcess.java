@@ -262,6 +262,18 @@ public final class RankProcess {
         cleanUpRemote(graceMillis);
     }
 
+    /** Deletes a local rank's pid file once the rank has ended (remote ones go in the kill step). */
+    public void removeLocalPidFile() {
+        String pf = pidFile;
+        if (pf != null && host.isLocal() && !process.isAlive()) {
+            try {
+                Files.deleteIfExists(Path.of(pf));
+            } catch (IOException | RuntimeException ignored) {
+                // best effort
+            }
+        }
+    }
+
     /** SIGKILL right away (second Ctrl-C). */
     public void kill() {
         if (process.isAlive()) {
