@@ -22,7 +22,9 @@ public final class JdistCommand implements Runnable {
     /** Builds the command line with every subcommand registered (used by main and by tests). */
     public static CommandLine commandLine() {
         CommandLine cl = new CommandLine(new JdistCommand())
-                .setParameterExceptionHandler(new UsageErrorHandler());
+                .setParameterExceptionHandler(new UsageErrorHandler())
+                // no @file expansion: 'jdist launch -- prog @args.txt' must pass @args.txt to prog untouched
+                .setExpandAtFiles(false);
         ConfigCommand.configure(cl.getSubcommands().get("config"));
         return cl;
     }

@@ -54,6 +54,13 @@ class LocalLaunchIT {
     }
 
     @Test
+    void atFileArgumentsReachTheProgramUntouched(@TempDir Path dir) throws Exception {
+        Path f = Files.writeString(dir.resolve("args.txt"), "expanded\n");
+        CommandResult r = JdistCli.run(T, RING, null, null, "--", "echo", "@" + f);
+        assertThat(r.stdout().trim()).isEqualTo("@" + f);
+    }
+
+    @Test
     void singleRankRuns() {
         CommandResult r = JdistCli.run(T, Map.of("JDIST_LAUNCH_BACKEND", "ring", "MLX_HOSTFILE", "/inherited"), null, null,
                 "sh", "-c", "echo \"rank=$MLX_RANK hostfile=${MLX_HOSTFILE:-none}\"");
