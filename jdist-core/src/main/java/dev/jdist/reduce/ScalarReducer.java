@@ -110,22 +110,31 @@ final class ScalarReducer {
         }
     }
 
+    // Half types: compare as binary32; a sum rounds back to nearest even, max/min keep the chosen
+    // operand's own bits (MLX's ternary on its half types returns the operand itself).
     private static void float16(boolean ring, ReduceOp op, DType dtype, MemorySegment acc, long a0,
-                              MemorySegment inc, long b0, long count) {
+                                MemorySegment inc, long b0, long count) {
         for (long i = 0; i < count; i++) {
-            float r = combine(ring, op, Float.float16ToFloat(acc.get(I16, a0 + 2 * i)),
-                    Float.float16ToFloat(inc.get(I16, b0 + 2 * i)));
-            acc.set(I16, a0 + 2 * i, Float.floatToFloat16(r));
+            short xs = acc.get(I16, a0 + 2 * i), ys = inc.get(I16, b0 + 2 * i);
+            float x = Float.float16ToFloat(xs), y = Float.float16ToFloat(ys);
+            short r = op == ReduceOp.SUM ? Float.floatToFloat16(x + y) : takeIncFloat(ring, op, x, y) ? ys : xs;
+            acc.set(I16, a0 + 2 * i, r);
         }
     }
 
     private static void bfloat16(boolean ring, ReduceOp op, DType dtype, MemorySegment acc, long a0,
-                              MemorySegment inc, long b0, long count) {
+                                 MemorySegment inc, long b0, long count) {
         for (long i = 0; i < count; i++) {
-            float r = combine(ring, op, Array.bfloat16ToFloat(acc.get(I16, a0 + 2 * i)),
-                    Array.bfloat16ToFloat(inc.get(I16, b0 + 2 * i)));
-            acc.set(I16, a0 + 2 * i, Array.floatToBfloat16(r));
+            short xs = acc.get(I16, a0 + 2 * i), ys = inc.get(I16, b0 + 2 * i);
+            float x = Array.bfloat16ToFloat(xs), y = Array.bfloat16ToFloat(ys);
+            short r = op == ReduceOp.SUM ? Array.floatToBfloat16(x + y) : takeIncFloat(ring, op, x, y) ? ys : xs;
+            acc.set(I16, a0 + 2 * i, r);
         }
+    }
+
+    /** Max/min of floats: whether the result is {@code inc} (ring: only when strictly better; JACCL: unless acc is). */
+    static boolean takeIncFloat(boolean ring, ReduceOp op, float x, float y) {
+        return op == ReduceOp.MAX ? (ring ? x < y : !(x > y)) : (ring ? y < x : !(x < y));
     }
 
     private static void complex64(boolean ring, ReduceOp op, DType dtype, MemorySegment acc, long a0,
