@@ -402,6 +402,11 @@ public final class Reducer {
                     for (int i = 0; i < len; i++) {
                         x[i] = Float.floatToFloat16(Float.float16ToFloat(x[i]) + Float.float16ToFloat(y[i]));
                     }
+                    // A second, branch-free pass canonicalises NaNs (see ScalarReducer.toHalf); one loop with
+                    // the NaN test inside would not vectorise.
+                    for (int i = 0; i < len; i++) {
+                        x[i] = (x[i] & 0x7FFF) > 0x7C00 ? (short) 0x7E00 : x[i];
+                    }
                 }
                 // max/min pick one operand; half -> float -> half is the identity, so keep the bits.
                 case MAX -> {

@@ -117,7 +117,7 @@ final class ScalarReducer {
         for (long i = 0; i < count; i++) {
             short xs = acc.get(I16, a0 + 2 * i), ys = inc.get(I16, b0 + 2 * i);
             float x = Float.float16ToFloat(xs), y = Float.float16ToFloat(ys);
-            short r = op == ReduceOp.SUM ? Float.floatToFloat16(x + y) : takeIncFloat(ring, op, x, y) ? ys : xs;
+            short r = op == ReduceOp.SUM ? toHalf(x + y) : takeIncFloat(ring, op, x, y) ? ys : xs;
             acc.set(I16, a0 + 2 * i, r);
         }
     }
@@ -130,6 +130,15 @@ final class ScalarReducer {
             short r = op == ReduceOp.SUM ? Array.floatToBfloat16(x + y) : takeIncFloat(ring, op, x, y) ? ys : xs;
             acc.set(I16, a0 + 2 * i, r);
         }
+    }
+
+    /**
+     * float to float16, round to nearest even, every NaN as the one quiet NaN 0x7E00: the JIT's
+     * vectorised conversion and the interpreter's disagree on NaN payloads, and ranks must end
+     * with identical bytes whichever code ran.
+     */
+    static short toHalf(float f) {
+        return f != f ? (short) 0x7E00 : Float.floatToFloat16(f);
     }
 
     /** Max/min of floats: whether the result is {@code inc} (ring: only when strictly better; JACCL: unless acc is). */

@@ -261,6 +261,18 @@ class ReducerTest {
     }
 
     @Test
+    void float16SumsThatAreNanAreTheOneCanonicalQuietNanSoRanksAgreeOnBytes() {
+        short[] a = new short[2100], b = new short[2100];
+        for (int i = 0; i < a.length; i++) {
+            a[i] = (short) (i % 2 == 0 ? 0x7C00 : 0x7C01);   // +inf, signalling NaN
+            b[i] = (short) (i % 2 == 0 ? 0xFC00 : 0x3C00);   // -inf, 1
+        }
+        Array sum = reduce(Reducer.Rule.RING, ReduceOp.SUM, Array.fromShortBits(DType.FLOAT16, a, a.length),
+                Array.fromShortBits(DType.FLOAT16, b, b.length));
+        assertThat(sum.toShortBits()).containsOnly((short) 0x7E00);
+    }
+
+    @Test
     void reducesOnlyTheRequestedRange() {
         Array acc = Array.arange(DType.INT32, 10), inc = Array.full(DType.INT32, 100, 10);
         Reducer.reduce(ReduceOp.SUM, DType.INT32, acc.segment(), 8, inc.segment(), 0, 3);
