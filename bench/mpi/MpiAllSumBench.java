@@ -10,6 +10,7 @@ import java.util.Arrays;
  * The jdist side of bench/mpi/compare.sh: all_sum of float32 over the mpi backend, timed per call.
  * Usage (under mpirun): java ... MpiAllSumBench.java <bytes> <iterations> <warmup>; prints on rank 0
  *   jdist-binding <bytes> <iterations> <median_us> <min_us>   (GroupImpl.allReduce into a preallocated output)
+ *   jdist-self    <bytes> <iterations> <median_us> <min_us>   (binding on a 1-rank split: MPI_Allreduce with no peer)
  *   jdist-into    <bytes> <iterations> <median_us> <min_us>   (Group.allReduceInto: public API, preallocated output)
  *   jdist-allsum  <bytes> <iterations> <median_us> <min_us>   (Group.allSum: also allocates the output each call)
  */
@@ -30,6 +31,15 @@ public class MpiAllSumBench {
             if (i >= warmup) binding[i - warmup] = (System.nanoTime() - t0) / 1e3;
         }
         check(world, out, "binding");
+        double[] self = new double[iters];
+        try (Group alone = world.split(world.rank())) {
+            for (int i = 0; i < warmup + iters; i++) {
+                long t0 = System.nanoTime();
+                alone.impl().allReduce(in, out, ReduceOp.SUM);
+                if (i >= warmup) self[i - warmup] = (System.nanoTime() - t0) / 1e3;
+            }
+            check(alone, out, "self");
+        }
         double[] into = new double[iters];
         for (int i = 0; i < warmup + iters; i++) {
             long t0 = System.nanoTime();
@@ -46,6 +56,7 @@ public class MpiAllSumBench {
         check(world, out, "allSum");
         if (world.rank() == 0) {
             print("jdist-binding", bytes, binding);
+            print("jdist-self", bytes, self);
             print("jdist-into", bytes, into);
             print("jdist-allsum", bytes, allSum);
         }

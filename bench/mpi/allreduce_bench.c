@@ -1,6 +1,7 @@
 /* Baseline for bench/mpi/compare.sh: MPI_Allreduce(MPI_FLOAT, MPI_SUM) on MPI_COMM_WORLD, timed per call.
  * Usage: allreduce_bench <bytes> <iterations> <warmup>; prints on rank 0:
  *   c <bytes> <iterations> <median_us> <min_us>
+ *   c-self <bytes> <iterations> <median_us> <min_us>   (the same call on MPI_COMM_SELF: no peer, no waiting)
  * and checks the result (every element must equal the world size). */
 #include <mpi.h>
 #include <stdio.h>
@@ -32,6 +33,14 @@ int main(int argc, char **argv) {
     for (long i = 0; i < n; i++) wrong += out[i] != (float) size;
     qsort(t, iters, sizeof(double), cmp);
     if (rank == 0) printf("c %ld %d %.1f %.1f wrong=%d\n", bytes, iters, t[iters / 2], t[0], wrong);
+    for (int i = 0; i < warmup + iters; i++) {
+        double t0 = MPI_Wtime();
+        MPI_Allreduce(in, out, (int) n, MPI_FLOAT, MPI_SUM, MPI_COMM_SELF);
+        if (i >= warmup) t[i - warmup] = (MPI_Wtime() - t0) * 1e6;
+    }
+    for (long i = 0; i < n; i++) wrong += out[i] != 1.0f;
+    qsort(t, iters, sizeof(double), cmp);
+    if (rank == 0) printf("c-self %ld %d %.1f %.1f wrong=%d\n", bytes, iters, t[iters / 2], t[0], wrong);
     MPI_Finalize();
     return wrong != 0;
 }

@@ -51,7 +51,7 @@ for round in $(seq 1 "$ROUNDS"); do
   for b in $SIZES; do
     it=$(iters_for "$b")
     # A run that fails or passes the time limit just leaves its rows out (reported as "-").
-    timeout 600 "${MPIRUN[@]}" -n "$RANKS" "$WORK/allreduce_bench" "$b" "$it" "$WARMUP" 2>/dev/null | grep '^c ' >> "$RESULTS" || true
+    timeout 600 "${MPIRUN[@]}" -n "$RANKS" "$WORK/allreduce_bench" "$b" "$it" "$WARMUP" 2>/dev/null | grep '^c' >> "$RESULTS" || true
     timeout 600 "${MPIRUN[@]}" -n "$RANKS" "${JAVA[@]}" "$b" "$it" "$WARMUP" 2>/dev/null | grep '^jdist-' >> "$RESULTS" || true
   done
 done
@@ -68,6 +68,7 @@ for line in open(sys.argv[1]):
 sizes = sorted({b for b, _ in rows})
 cols = [('c', 'C MPI_Allreduce'), ('jdist-binding', 'jdist binding'), ('jdist-into', 'Group.allReduceInto'),
         ('jdist-allsum', 'Group.allSum')]
+selfcols = [('c-self', 'C on MPI_COMM_SELF'), ('jdist-self', 'jdist binding on a 1-rank split')]
 def stat(b, k):
     v = rows.get((b, k))
     return (statistics.median(v), min(mins[(b, k)])) if v else None
@@ -86,4 +87,12 @@ for b in sizes:
         else:
             cells.append(f"{s[0]:.0f} ({s[1]:.0f}) {100 * (s[0] / c[0] - 1):+.0f}%")
     print(f"| {b} | " + " | ".join(cells) + " |")
+print()
+print("the same call on a 1-process communicator (no peer to wait for: isolates the binding's per-call cost)")
+print("| bytes | " + " | ".join(t for _, t in selfcols) + " | difference of medians |")
+print("|---:|---:|---:|---:|")
+for b in sizes:
+    c, j = stat(b, 'c-self'), stat(b, 'jdist-self')
+    if c and j:
+        print(f"| {b} | {c[0]:.1f} ({c[1]:.1f}) | {j[0]:.1f} ({j[1]:.1f}) | {j[0] - c[0]:+.1f} us ({100 * (j[0] / c[0] - 1):+.1f}%) |")
 PY

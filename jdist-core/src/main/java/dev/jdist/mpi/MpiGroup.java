@@ -54,7 +54,7 @@ final class MpiGroup implements GroupImpl {
             rt.enter();
             try {
                 rt.check((int) rt.lib.commSplit.invokeExact(comm, color, key, out), "MPI_Comm_split",
-                        "colour " + color + ", key " + key + ", " + where());
+                        () -> "colour " + color + ", key " + key + ", " + where());
             } finally {
                 rt.exit();
             }
@@ -75,18 +75,21 @@ final class MpiGroup implements GroupImpl {
         long type = rt.datatype(t);
         long mop = rt.op(t, op);
         int s = t.itemSize();
-        try (Arena arena = Arena.ofConfined()) {
+        boolean staged = !in.segment().isNative() || !out.segment().isNative();
+        Arena arena = staged ? Arena.ofConfined() : null;   // no per-call arena on the usual (native) path
+        try {
             MemorySegment dst = writable(out, arena);
             boolean inPlace = in.segment().isNative() && in.segment().address() == dst.address();
             MemorySegment src = inPlace ? dst : readable(in, arena);
-            MemorySegment inPlaceMarker = MemorySegment.ofAddress(rt.abi.inPlace());
+            long bytes = e * s;
             for (long o = 0; o < e; o += maxCount) {
                 int c = (int) Math.min(maxCount, e - o);
-                MemorySegment send = inPlace ? inPlaceMarker : src.asSlice(o * s, (long) c * s);
+                MemorySegment send = inPlace ? rt.inPlace() : (c == e ? src : src.asSlice(o * s, (long) c * s));
+                MemorySegment recv = c == e && dst.byteSize() == bytes ? dst : dst.asSlice(o * s, (long) c * s);
                 rt.enter();
                 try {
-                    rt.check((int) rt.lib.allreduce.invokeExact(send, dst.asSlice(o * s, (long) c * s), c, type, mop, comm),
-                            "MPI_Allreduce", t + " " + op.name().toLowerCase() + " of " + c + " elements, " + where());
+                    rt.check((int) rt.lib.allreduce.invokeExact(send, recv, c, type, mop, comm),
+                            "MPI_Allreduce", () -> t + " " + op.name().toLowerCase() + " of " + c + " elements, " + where());
                 } finally {
                     rt.exit();
                 }
@@ -96,6 +99,8 @@ final class MpiGroup implements GroupImpl {
             throw ex;
         } catch (Throwable ex) {
             throw rt.wrap("MPI_Allreduce", ex);
+        } finally {
+            if (arena != null) arena.close();
         }
     }
 
@@ -136,7 +141,7 @@ final class MpiGroup implements GroupImpl {
         rt.enter();
         try {
             rt.check((int) rt.lib.allgather.invokeExact(src, c, type, dst, c, type, comm), "MPI_Allgather",
-                    t + ", " + c + " elements per rank, " + where());
+                    () -> t + ", " + c + " elements per rank, " + where());
         } finally {
             rt.exit();
         }
@@ -180,7 +185,7 @@ final class MpiGroup implements GroupImpl {
         rt.enter();
         try {
             rt.check((int) rt.lib.reduceScatterBlock.invokeExact(src, dst, c, type, mop, comm), "MPI_Reduce_scatter_block",
-                    t + " sum, " + c + " elements per rank, " + where());
+                    () -> t + " sum, " + c + " elements per rank, " + where());
         } finally {
             rt.exit();
         }
@@ -201,7 +206,7 @@ final class MpiGroup implements GroupImpl {
                 rt.enter();
                 try {
                     rt.check((int) rt.lib.send.invokeExact(src.asSlice(o * s, (long) c * s), c, type, dst, TAG, comm),
-                            "MPI_Send", c + " " + t + " elements to rank " + dst + ", " + where());
+                            "MPI_Send", () -> c + " " + t + " elements to rank " + dst + ", " + where());
                 } finally {
                     rt.exit();
                 }
@@ -228,7 +233,7 @@ final class MpiGroup implements GroupImpl {
             long o = 0;
             do {
                 int c = (int) Math.min(maxCount, e - o);
-                String what = c + " " + t + " elements from rank " + src + ", " + where();
+                java.util.function.Supplier<String> what = () -> c + " " + t + " elements from rank " + src + ", " + where();
                 rt.enter();
                 try {
                     rt.check((int) rt.lib.recv.invokeExact(dst.asSlice(o * s, (long) c * s), c, type, src, ANY_TAG, comm, status),

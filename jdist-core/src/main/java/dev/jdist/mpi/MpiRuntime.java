@@ -37,11 +37,13 @@ final class MpiRuntime {
     private volatile boolean failed;
     private volatile boolean finalized;
     private int provided;
+    private final MemorySegment inPlaceMarker;
 
     private MpiRuntime(MpiLibrary lib, boolean multiple) {
         this.lib = lib;
         this.abi = lib.abi;
         this.multiple = multiple;
+        this.inPlaceMarker = MemorySegment.ofAddress(lib.abi.inPlace());
     }
 
     /** Loads (once per candidate list) the library {@code env} points at. */
@@ -155,6 +157,9 @@ final class MpiRuntime {
 
     boolean threadMultiple() { return multiple; }
 
+    /** {@code MPI_IN_PLACE} as a segment. */
+    MemorySegment inPlace() { return inPlaceMarker; }
+
     int providedThreadLevel() { return provided; }
 
     boolean finalized() { return finalized; }
@@ -171,8 +176,21 @@ final class MpiRuntime {
         if (!multiple) lock.unlock();
     }
 
-    /** Turns a non-zero MPI return code, or a failed reduction upcall, into an exception with MPI's own text. */
+    /**
+     * Turns a non-zero MPI return code, or a failed reduction upcall, into an exception with MPI's own text.
+     * The context is built only on failure (this runs once per MPI call on the hot path).
+     */
+    void check(int rc, String function, java.util.function.Supplier<String> context) {
+        if (rc == 0 && !MpiUserOps.failed()) return;
+        fail(rc, function, context.get());
+    }
+
     void check(int rc, String function, String context) {
+        if (rc == 0 && !MpiUserOps.failed()) return;
+        fail(rc, function, context);
+    }
+
+    private void fail(int rc, String function, String context) {
         Throwable upcall = MpiUserOps.takeFailure();
         if (rc != 0) {
             failed = true;

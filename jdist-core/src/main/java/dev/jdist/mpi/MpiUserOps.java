@@ -84,6 +84,11 @@ final class MpiUserOps {
         }
     }
 
+    /** Whether an upcall failed since the last {@link #takeFailure()} (one volatile read). */
+    static boolean failed() {
+        return FAILURE.get() != null;
+    }
+
     /** The first failure of any upcall since the last call, or null; clears it. */
     static Throwable takeFailure() {
         return FAILURE.getAndSet(null);
