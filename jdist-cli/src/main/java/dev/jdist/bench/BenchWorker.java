@@ -54,6 +54,7 @@ public final class BenchWorker {
                 if (group.rank() == 0) System.err.println("jdist bench: send_recv needs at least 2 ranks; skipped");
                 continue;
             }
+            warmUp(group, op, dtype);
             for (long size : spec.sizes()) {
                 for (String mode : spec.modes()) {
                     BenchResult r = runRow(group, op, dtype, size, mode.equals("in-place"), spec.warmup(), spec.iters());
@@ -65,6 +66,19 @@ public final class BenchWorker {
             }
         }
     }
+
+    /**
+     * Untimed calls before an op's first row, so that the JIT has compiled its paths (on a 2-core machine the
+     * compiler threads otherwise compete with the first rows). Counts, not time: every rank must make the
+     * same calls.
+     */
+    private static void warmUp(Group g, BenchOp op, DType dtype) {
+        runRow(g, op, dtype, 4L * dtype.itemSize() * g.size(), false, JIT_WARMUP_SMALL, 1);
+        runRow(g, op, dtype, 256L << 10, false, JIT_WARMUP_MEDIUM, 1);
+    }
+
+    private static final int JIT_WARMUP_SMALL = 3000;
+    private static final int JIT_WARMUP_MEDIUM = 100;
 
     private static BenchResult runRow(Group g, BenchOp op, DType dtype, long size, boolean inPlace, int warmup, int iters) {
         int n = g.size();

@@ -29,7 +29,7 @@ import java.util.List;
  * a socket is ready or the progress deadline passes. No hand-off between threads, which keeps
  * small operations fast; no busy spinning. Sockets read and write the arrays' {@link MemorySegment}s
  * directly through {@link ByteBuffer} views (at most 1 GiB per call); received partial values land
- * in a per-stream scratch buffer (allocated once per group, at most 32 MiB per group in all) and are
+ * in a per-stream scratch buffer (allocated once per group, at most 16 MiB per group in all) and are
  * combined into the work buffer in place with {@link Reducer} as soon as whole elements have
  * arrived, while the next bytes are still on the way. Sending item i of a stream waits only for the
  * bytes of received item i-1 it forwards, byte by byte.
@@ -44,8 +44,8 @@ final class RingEngine implements AutoCloseable {
     static final long MAX_IO_BYTES = 1L << 30;
     /** Bytes per socket call and per ByteBuffer view; {@link #MAX_IO_BYTES} except in tests that exercise the windowing. */
     static volatile long ioWindowBytes = MAX_IO_BYTES;
-    private static final long SCRATCH_PER_GROUP = 32L << 20;
-    private static final long SCRATCH_PER_STREAM_MAX = 8L << 20;
+    private static final long SCRATCH_PER_GROUP = 16L << 20;
+    private static final long SCRATCH_PER_STREAM_MAX = 4L << 20;
     private static final long SCRATCH_MIN = 64L << 10;
 
     private final int rank;

@@ -38,6 +38,11 @@ public final class RingGroup implements GroupImpl {
     private final boolean verbose;
     private final long spinNanos;
     private final MemorySegment small;         // the small path's padded work vector W (n * itemsize <= 1024)
+    /** Bound of the sum_scatter work buffer; with the engine's 16 MiB of scratch the group's own buffers stay within 32 MiB. */
+    static final long SUM_SCATTER_WORK_BYTES = 16L << 20;
+    /** {@link #SUM_SCATTER_WORK_BYTES} except in tests that exercise the piecing. */
+    static volatile long sumScatterWorkBytes = SUM_SCATTER_WORK_BYTES;
+    private MemorySegment sumScatterWork;      // grown lazily, at most SUM_SCATTER_WORK_BYTES (a piece is at least n items)
 
     private RingGroup(int rank, int size, int k, RingEngine engine, String host, Duration timeout, String jobToken,
                       boolean verbose, long spinNanos) {
@@ -164,12 +169,30 @@ public final class RingGroup implements GroupImpl {
         }
         engine.checkUsable("sum_scatter");
         DType dtype = in.dtype();
+        int s = dtype.itemSize();
         long chunk = out.size();
-        // The reduce-scatter combines into every chunk, so it works on a copy of the input.
-        MemorySegment work = Arena.ofAuto().allocate(Math.max(1, in.nbytes()), 64).asSlice(0, in.nbytes());
-        copy(in.segment(), work);
-        engine.run("sum_scatter", RingSchedule.sumScatter(rank, size, k, chunk, dtype.itemSize()), work, ReduceOp.SUM, dtype);
-        MemorySegment.copy(work, rank * chunk * dtype.itemSize(), out.segment(), 0, out.nbytes());
+        // The reduce-scatter combines into every chunk, so it runs on a copy of the input, in pieces that
+        // fit the group's bounded work buffer: piece [lo, lo+m) of every rank's chunk, side by side. Every
+        // rank cuts the same pieces (sum_scatter is a jdist extension; no MLX peer expects one pass).
+        long pieceElements = Math.max(1, sumScatterWorkBytes / ((long) size * s));
+        for (long lo = 0; lo < chunk; lo += pieceElements) {
+            long m = Math.min(pieceElements, chunk - lo);
+            MemorySegment work = sumScatterWork((long) size * m * s);
+            for (int c = 0; c < size; c++) {
+                MemorySegment.copy(in.segment(), (c * chunk + lo) * s, work, c * m * s, m * s);
+            }
+            engine.run("sum_scatter", RingSchedule.sumScatter(rank, size, k, m, s), work, ReduceOp.SUM, dtype);
+            MemorySegment.copy(work, rank * m * s, out.segment(), lo * s, m * s);
+        }
+    }
+
+    /** A slice of the group's sum_scatter work buffer (allocated once, grown up to its bound). */
+    private MemorySegment sumScatterWork(long bytes) {
+        if (sumScatterWork == null || sumScatterWork.byteSize() < bytes) {
+            long cap = Math.max(bytes, Math.min(sumScatterWorkBytes, 2 * bytes));
+            sumScatterWork = Arena.ofAuto().allocate(cap, 64);
+        }
+        return sumScatterWork.asSlice(0, bytes);
     }
 
     @Override
