@@ -1,6 +1,7 @@
 package dev.jdist.launch;
 
 import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -11,9 +12,9 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** launcher.md §6.2: the bootstrap runs unchanged under POSIX shells and passes everything verbatim. */
 class BootstrapTest {
@@ -21,7 +22,8 @@ class BootstrapTest {
     @ParameterizedTest
     @ValueSource(strings = {"/bin/sh", "/bin/dash", "/bin/bash", "/usr/bin/zsh"})
     void bootstrapUnderEachShell(String shell, @TempDir Path dir) throws Exception {
-        assumeTrue(Files.isExecutable(Path.of(shell)), shell + " not installed");
+        Requirements.require(() -> Files.isExecutable(Path.of(shell)) ? Optional.empty()
+                : Optional.of(shell + " is not installed (Debian package " + Path.of(shell).getFileName() + "; bin/test installs it)"));
         RankPlan plan = new RankPlan(2, HostList.parse("127.0.0.1", 1).get(0),
                 List.of(new EnvEntry("A", "$HOME x"), new EnvEntry("B", "it's \"q\" \\n `x`"), new EnvEntry("1X", "skip")),
                 List.of(new RankPlan.FileVar("MLX_HOSTFILE", "[[\"a\\\\b\", null]]")), false);

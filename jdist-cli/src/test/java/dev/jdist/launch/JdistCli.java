@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.ServiceLoader;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
@@ -98,16 +97,6 @@ final class JdistCli {
                 .map(h -> h.pid() + " " + h.info().commandLine().orElse(""))
                 .filter(s -> !s.contains(" -e $SIG{INT}") && !s.contains("jdist.jar launch"))
                 .toList();
-    }
-
-    /** Whether the ring backend is on the class path (it ships in jdist-core once it lands). */
-    static boolean ringBackendPresent() {
-        for (var b : ServiceLoader.load(dev.jdist.spi.Backend.class)) {
-            if (b.name().equals("ring")) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** A unique sleep duration that marks a test's processes, e.g. {@code 600.48213}. */

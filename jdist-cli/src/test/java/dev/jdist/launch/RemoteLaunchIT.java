@@ -18,7 +18,6 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Real jobs across three "hosts": network namespaces with their own sshd (NetnsCluster), reached through the
@@ -152,7 +151,6 @@ class RemoteLaunchIT {
 
     @Test
     void ringJobAcrossTheHostsSumsCorrectly(@TempDir Path dir) throws Exception {
-        assumeTrue(JdistCli.ringBackendPresent(), "the ring backend is not in jdist-core yet");
         StringBuilder hf = new StringBuilder("[");
         for (int i = 0; i < 3; i++) {
             hf.append(i == 0 ? "" : ", ").append("{\"ssh\": \"").append(cluster.hostName(i)).append("\", \"ips\": [\"")

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One sitting of the measurements docs/benchmarks.md quotes for the ring, side by side:
+#   1. the references (loopback TCP ceiling with iperf3; Open MPI MPI_Allreduce over TCP and shared memory),
+#   2. jdist bench, 2 ranks on loopback: all ops 4 B..256 MiB over TCP, then over shared memory (JDIST_TRANSPORT=shm),
+#   3. jdist bench, small-message latency with many iterations, 2 and 4 ranks,
+#   4. the JMH suite (reduction kernels, ring schedule), short settings.
+# Usage: bench/ring-report.sh [OUT_DIR]   (default: bench-results/<UTC date-time>). Takes ~15 minutes on 2 cores.
+# Run it on a quiet machine: the header records the load average before and after.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$ROOT/bin/lib/common.sh"
+jdist_find_jdk
+OUT=${1:-$ROOT/bench-results/$(date -u +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+JDIST="$ROOT/bin/jdist"
+OPS=all_sum,all_gather,sum_scatter,send_recv
+
+machine() {
+  echo "# $(date -u '+%Y-%m-%d %H:%M UTC') host $(hostname), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
+  echo "# $("$JAVA_HOME/bin/java" -version 2>&1 | head -1); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+run() { # name, command...
+  local name=$1; shift
+  echo "== $name: $*" >&2
+  { machine; echo "# command: $*"; "$@" 2>&1 | grep -v '^WARNING: Using incubator modules'; machine; } > "$OUT/$name.txt"
+}
+
+"$JDIST" --version >/dev/null   # builds jdist once, before anything is timed
+run references bash "$ROOT/bench/reference/run-references.sh" 4 268435456 20
+run ring-tcp-2 "$JDIST" bench -n 2 --op "$OPS" --sizes 4B:256MiB -f 4 --plot "$OUT/ring-tcp-2.png"
+run ring-shm-2 "$JDIST" bench -n 2 --env JDIST_TRANSPORT=shm --op "$OPS" --sizes 4B:256MiB -f 4 --plot "$OUT/ring-shm-2.png"
+run latency-tcp-2 "$JDIST" bench -n 2 --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
+run latency-tcp-4 "$JDIST" bench -n 4 --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
+run latency-shm-2 "$JDIST" bench -n 2 --env JDIST_TRANSPORT=shm --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
+run ring-tcp-4 "$JDIST" bench -n 4 --op all_sum,all_gather,sum_scatter --sizes 1MiB:64MiB -f 8
+if [ ! -f "$ROOT/jdist-jmh/target/benchmarks.jar" ]; then
+  jdist_find_maven
+  (cd "$ROOT" && mvn -B -q package -DskipTests -pl jdist-jmh -am)
+fi
+run jmh-kernels "$JAVA_HOME/bin/java" -jar "$ROOT/jdist-jmh/target/benchmarks.jar" ReduceKernel -wi 2 -i 3 -w 500ms -r 500ms
+run jmh-schedule "$JAVA_HOME/bin/java" -jar "$ROOT/jdist-jmh/target/benchmarks.jar" RingSchedule -wi 2 -i 3 -w 500ms -r 500ms -p connections=1
+echo "results in $OUT" >&2
