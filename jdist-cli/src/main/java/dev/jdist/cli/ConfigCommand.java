@@ -4,7 +4,7 @@ import dev.jdist.config.ClusterConfigurator;
 import dev.jdist.config.ConfigFailure;
 import dev.jdist.config.ConfigHost;
 import dev.jdist.config.ConfigOptions;
-import dev.jdist.config.ConsoleLog;
+import dev.jdist.launch.ConsoleLog;
 import dev.jdist.config.HostList;
 import dev.jdist.config.HostPlatform;
 import dev.jdist.config.LinuxPlatform;
@@ -106,8 +106,7 @@ public final class ConfigCommand implements Callable<Integer> {
         HostPlatform hostPlatform = platform.equals("linux") ? new LinuxPlatform() : new MacOsPlatform();
         ConfigOptions options = new ConfigOptions(hostList, over, backend, autoSetup, dot, output, envs,
                 ignoreUnreachable, hostPlatform);
-        String noColor = System.getenv("NO_COLOR");
-        ConsoleLog log = new ConsoleLog(err, verbose, noColor == null || noColor.isEmpty());
+        ConsoleLog log = new ConsoleLog(err, verbose);
         BufferedReader stdin = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
         return new ClusterConfigurator(options, shell, log, out, stdin).run();
     }

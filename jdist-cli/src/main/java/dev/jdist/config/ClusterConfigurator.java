@@ -1,5 +1,6 @@
 package dev.jdist.config;
 
+import dev.jdist.launch.ConsoleLog;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.PrintStream;

@@ -1,5 +1,6 @@
 package dev.jdist.config;
 
+import dev.jdist.launch.ConsoleLog;
 import java.time.Duration;
 import java.util.List;
 

@@ -1,5 +1,6 @@
 package dev.jdist.config;
 
+import dev.jdist.launch.ConsoleLog;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;

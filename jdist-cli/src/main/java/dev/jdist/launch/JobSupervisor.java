@@ -34,7 +34,7 @@ public final class JobSupervisor {
     public record RankStart(int rank, HostEntry host, String boot, List<String> unsetEnv) {
     }
 
-    private final LaunchLog log;
+    private final ConsoleLog log;
     private final OutputSink sink;
     private final String sshPath;
     private final InputStream stdin;
@@ -44,7 +44,7 @@ public final class JobSupervisor {
     private final List<Thread> terminators = new ArrayList<>();
     private volatile boolean stopping;
 
-    public JobSupervisor(LaunchLog log, OutputSink sink, String sshPath, InputStream stdin, Double timeoutSeconds) {
+    public JobSupervisor(ConsoleLog log, OutputSink sink, String sshPath, InputStream stdin, Double timeoutSeconds) {
         this.log = log;
         this.sink = sink;
         this.sshPath = sshPath;

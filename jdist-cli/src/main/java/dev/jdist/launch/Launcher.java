@@ -43,7 +43,7 @@ public final class Launcher {
             err.flush();
             return 2;
         } catch (LaunchFailure e) {
-            new LaunchLog(err, false).error(e.getMessage());
+            new ConsoleLog(err, false).error(e.getMessage());
             return e.exitStatus();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -96,7 +96,7 @@ public final class Launcher {
         String backend = selectBackend(o.backend, hostfileBackend);
         EnvironmentPlan.checkBackend(backend);
 
-        LaunchLog log = new LaunchLog(err, o.verbose);
+        ConsoleLog log = new ConsoleLog(err, o.verbose);
         TerminalSize term = TerminalSize.detect(env);
         String token = o.mlxCompatible || backend.equals("mpi") ? null : newJobToken();
         EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, hosts, hostfileEnvs, o.env,
@@ -176,7 +176,7 @@ public final class Launcher {
         out.flush();
     }
 
-    private int runMpi(EnvironmentPlan.Inputs inputs, LaunchOptions o, List<String> argv, LaunchLog log) throws InterruptedException {
+    private int runMpi(EnvironmentPlan.Inputs inputs, LaunchOptions o, List<String> argv, ConsoleLog log) throws InterruptedException {
         Path mpirun = Executables.onPath("mpirun").orElseThrow(() -> new LaunchFailure(
                 "mpirun not found on PATH (" + System.getenv("PATH") + "); install Open MPI or put its bin directory on PATH", 1));
         List<EnvEntry> entries = new ArrayList<>(MpiLaunch.discover(mpirun));

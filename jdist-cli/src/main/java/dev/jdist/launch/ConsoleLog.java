@@ -1,0 +1,65 @@
+package dev.jdist.launch;
+
+import java.io.PrintStream;
+
+/**
+ * The {@code [INFO]}/{@code [WARN]}/{@code [ERROR]} lines of {@code jdist launch} and {@code jdist config} on
+ * stderr (launcher.md §9): colour escape, tag, one space, the message, one space, reset. INFO only when
+ * verbose; {@code NO_COLOR} turns colours off. Lines never interleave with ranks' forwarded output.
+ */
+public final class ConsoleLog {
+    private final PrintStream err;
+    private final boolean verbose;
+    private final boolean colour;
+
+    public ConsoleLog(PrintStream err, boolean verbose) {
+        this(err, verbose, colourWanted());
+    }
+
+    public ConsoleLog(PrintStream err, boolean verbose, boolean colour) {
+        this.err = err;
+        this.verbose = verbose;
+        this.colour = colour;
+    }
+
+    /** Colours unless {@code NO_COLOR} is set (https://no-color.org convention). */
+    public static boolean colourWanted() {
+        String noColor = System.getenv("NO_COLOR");
+        return noColor == null || noColor.isEmpty();
+    }
+
+    public boolean verbose() {
+        return verbose;
+    }
+
+    public void info(String message) {
+        if (verbose) {
+            line("32", "[INFO]", message);
+        }
+    }
+
+    public void warn(String message) {
+        line("33", "[WARN]", message);
+    }
+
+    public void error(String message) {
+        line("31", "[ERROR]", message);
+    }
+
+    /** Text exactly as given (a remote command's stderr). */
+    public void raw(String text) {
+        synchronized (OutputSink.LOCK) {
+            err.print(text);
+            err.flush();
+        }
+    }
+
+    private void line(String code, String tag, String message) {
+        // MLX prints the same words with and without colour: tag, space, message, space (then the reset)
+        String text = colour ? "\u001b[" + code + "m" + tag + " " + message + " \u001b[0m\n" : tag + " " + message + " \n";
+        synchronized (OutputSink.LOCK) {
+            err.print(text);
+            err.flush();
+        }
+    }
+}
