@@ -145,6 +145,23 @@ public final class Distributed {
         }
     }
 
+    /**
+     * Why {@link #isAvailable(String) isAvailable(backend)} is false — the library that did not load, the
+     * missing device — or empty when it is true. Never throws, never touches the network.
+     */
+    public static Optional<String> unavailableReason(String backend) {
+        try {
+            if (backend.equals("any")) {
+                return isAvailable("any") ? Optional.empty() : Optional.of("no backend is available");
+            }
+            Backend b = backends().get(backend);
+            if (b == null) return Optional.of("unknown backend '" + backend + "' (known: " + backends().keySet() + ")");
+            return b.unavailableReason();
+        } catch (RuntimeException | LinkageError e) {
+            return Optional.of(String.valueOf(e));
+        }
+    }
+
     private static boolean available(Backend b) {
         try {
             return b.isAvailable();

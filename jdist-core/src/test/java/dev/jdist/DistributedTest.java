@@ -232,6 +232,21 @@ class DistributedTest {
     }
 
     @Test
+    void unavailableReasonSaysWhyAndNeverThrows() {
+        mpi.available = false;
+        jaccl.availabilityThrows = true;
+        install(nccl, ring, mpi, jaccl);
+        assertThat(Distributed.unavailableReason("ring")).isEmpty();
+        assertThat(Distributed.unavailableReason("mpi")).hasValueSatisfying(r -> assertThat(r).contains("mpi"));
+        assertThat(Distributed.unavailableReason("jaccl")).hasValueSatisfying(r -> assertThat(r).contains("libjaccl not found"));
+        assertThat(Distributed.unavailableReason("tcp")).hasValueSatisfying(r -> assertThat(r).contains("unknown backend 'tcp'")
+                .contains("ring"));
+        assertThat(Distributed.unavailableReason("any")).isEmpty();
+        assertThat(Distributed.unavailableReason(null)).isPresent();
+        assertThat(ring.initCalls).isEmpty();
+    }
+
+    @Test
     void twoInitsOfOneCachedEntryAreTheSameGroup() {
         mpi.configured = true;
         install(nccl, ring, mpi, jaccl);

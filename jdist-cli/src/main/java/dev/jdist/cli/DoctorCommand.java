@@ -86,7 +86,8 @@ public final class DoctorCommand implements Callable<Integer> {
         System.out.println();
         System.out.println("backends this machine can load (Distributed.isAvailable):");
         for (String b : List.of("ring", "mpi", "nccl", "jaccl")) {
-            System.out.printf("  %-6s %s%n", b, Distributed.isAvailable(b) ? "available" : "not available");
+            Optional<String> why = Distributed.unavailableReason(b);
+            System.out.printf("  %-6s %s%n", b, why.map(w -> "not available: " + w).orElse("available"));
         }
         System.out.println();
         System.out.println(failed == 0 ? "all " + checks.size() + " checks passed"

@@ -21,11 +21,16 @@ public final class JacclBackend implements Backend {
 
     @Override
     public boolean isAvailable() {
+        return unavailableReason().isEmpty();
+    }
+
+    @Override
+    public Optional<String> unavailableReason() {
         try {
             String lib = System.getenv("JDIST_JACCL_LIB");
-            return Verbs.problem(lib == null || lib.isBlank() ? Verbs.defaultLibrary() : lib.trim()).isEmpty();
+            return Verbs.problem(lib == null || lib.isBlank() ? Verbs.defaultLibrary() : lib.trim());
         } catch (RuntimeException | LinkageError e) {
-            return false;
+            return Optional.of(String.valueOf(e.getMessage()));
         }
     }
 

@@ -25,11 +25,16 @@ public final class MpiBackend implements Backend {
 
     @Override
     public boolean isAvailable() {
+        return unavailableReason().isEmpty();
+    }
+
+    @Override
+    public Optional<String> unavailableReason() {
         try {
             MpiRuntime.library(System.getenv());
-            return true;
+            return Optional.empty();
         } catch (RuntimeException | LinkageError e) {
-            return false;
+            return Optional.of(String.valueOf(e.getMessage()));
         }
     }
 

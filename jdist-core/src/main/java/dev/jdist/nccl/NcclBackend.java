@@ -53,6 +53,7 @@ public final class NcclBackend implements Backend {
      * Why this process cannot use NCCL (a library that does not load, a missing symbol, no CUDA device,
      * a CUDA error), or empty when it can. Computed once; never throws.
      */
+    @Override
     public Optional<String> unavailableReason() {
         Optional<String> r = unavailable;
         if (r == null) {

@@ -19,6 +19,14 @@ public interface Backend {
     boolean isAvailable();
 
     /**
+     * Why {@link #isAvailable()} is false (the library that did not load, the missing device), or empty
+     * when the backend is available. Never throws; {@code jdist doctor} prints it.
+     */
+    default Optional<String> unavailableReason() {
+        return isAvailable() ? Optional.empty() : Optional.of("the '" + name() + "' backend is not available");
+    }
+
+    /**
      * Forms this process's group from the environment.
      *
      * @param strict when true, "not configured" is a {@link dev.jdist.ConfigException};
