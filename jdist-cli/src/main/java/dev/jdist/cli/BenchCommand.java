@@ -42,6 +42,9 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--connections-per-ip", description = "ring connections per neighbour")
     Integer connectionsPerIp;
 
+    @Option(names = {"-p", "--starting-port"}, description = "first ring port (default: as jdist launch, 32323)")
+    Integer startingPort;
+
     @Option(names = "--env", description = "NAME=VALUE for every rank (repeatable), e.g. JDIST_TRANSPORT=shm")
     List<String> env = new ArrayList<>();
 
@@ -97,6 +100,7 @@ public final class BenchCommand implements Callable<Integer> {
         launch.addAll(List.of("-n", Integer.toString(ranksPerHost)));
         if (backend != null) launch.addAll(List.of("--backend", backend));
         if (connectionsPerIp != null) launch.addAll(List.of("--connections-per-ip", connectionsPerIp.toString()));
+        if (startingPort != null) launch.addAll(List.of("--starting-port", startingPort.toString()));
         for (String e : env) launch.addAll(List.of("--env", e));
 
         int total = spec.ops().size() * spec.sizes().size() * spec.modes().size();
@@ -146,7 +150,13 @@ public final class BenchCommand implements Callable<Integer> {
         if (plot != null && plot.getParent() != null && !Files.isDirectory(plot.getParent())) {
             throw new IllegalArgumentException("--plot: directory " + plot.getParent() + " does not exist");
         }
-        return new BenchWorker.Spec(opNames, SizeSweep.parse(sizes, factor), dtype, warmup, iters, modes);
+        List<Long> sweep;
+        try {
+            sweep = SizeSweep.parse(sizes, factor);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--sizes/--factor: " + e.getMessage(), e);
+        }
+        return new BenchWorker.Spec(opNames, sweep, dtype, warmup, iters, modes);
     }
 
     /** A one-line progress bar on stderr, only when stderr is a terminal. */

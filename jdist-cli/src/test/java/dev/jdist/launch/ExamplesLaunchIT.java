@@ -2,6 +2,7 @@ package dev.jdist.launch;
 
 import dev.jdist.spi.Backend;
 import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.FreePorts;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -47,7 +48,7 @@ class ExamplesLaunchIT {
     private static CommandResult launch(int n, String example) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-jar", jar.toString(),
-                "launch", "-n", String.valueOf(n), "--starting-port", String.valueOf(freePortBlock(n)),
+                "launch", "-n", String.valueOf(n), "--starting-port", String.valueOf(FreePorts.block(n)),
                 "examples/" + example));
         CommandResult r = CommandResult.run(Duration.ofSeconds(400), root, Map.of(), null, cmd);
         assertThat(r.timedOut()).as("launch timed out; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isFalse();
@@ -85,23 +86,5 @@ class ExamplesLaunchIT {
         for (int rank = 0; rank < 3; rank++) {
             assertThat(r.stdout()).contains(rank + " array([3, 3, 3, ..., 3, 3, 3], dtype=float32)");
         }
-    }
-
-    /** The first of {@code n} consecutive ports on 127.0.0.1 that are free right now (bounded search). */
-    static int freePortBlock(int n) throws IOException {
-        Random rng = new Random();
-        for (int attempt = 0; attempt < 200; attempt++) {
-            int first = 20000 + rng.nextInt(30000);
-            List<ServerSocket> held = new ArrayList<>();
-            try {
-                for (int i = 0; i < n; i++) held.add(new ServerSocket(first + i, 1, InetAddress.getLoopbackAddress()));
-                return first;
-            } catch (IOException taken) {
-                // try another block
-            } finally {
-                for (ServerSocket s : held) s.close();
-            }
-        }
-        throw new IOException("no block of " + n + " consecutive free ports on 127.0.0.1 found in 200 attempts");
     }
 }

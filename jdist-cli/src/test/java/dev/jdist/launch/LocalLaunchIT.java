@@ -1,6 +1,7 @@
 package dev.jdist.launch;
 
 import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.FreePorts;
 import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -256,7 +257,7 @@ class LocalLaunchIT {
     @Test
     void javaSourceFileRanksGetJdistAndTheJvmFlags() throws Exception {
         Path allSum = JdistCli.repoRoot().resolve("examples/AllSum.java");
-        int port = freePortBlock(4);
+        int port = FreePorts.block(4);
         CommandResult r = JdistCli.run(Duration.ofSeconds(170), RING, null, null, "-n", "4", "-p", Integer.toString(port),
                 allSum.toString());
         assertThat(r.exitCode()).as(r.toString()).isZero();
@@ -276,28 +277,4 @@ class LocalLaunchIT {
         assertThat(JdistCli.lines(r.stdout())).containsExactlyInAnyOrder("rank 0 z arg1 true", "rank 1 z arg1 true");
     }
 
-    /** Finds {@code n} consecutive free TCP ports on 127.0.0.1 (bind and close). */
-    static int freePortBlock(int n) throws Exception {
-        for (int attempt = 0; attempt < 50; attempt++) {
-            int base;
-            try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-                base = s.getLocalPort();
-            }
-            if (base + n > 65535) {
-                continue;
-            }
-            boolean ok = true;
-            for (int i = 1; i < n && ok; i++) {
-                try (ServerSocket s = new ServerSocket(base + i, 1, java.net.InetAddress.getLoopbackAddress())) {
-                    ok = true;
-                } catch (Exception e) {
-                    ok = false;
-                }
-            }
-            if (ok) {
-                return base;
-            }
-        }
-        throw new IllegalStateException("no block of " + n + " free ports");
-    }
 }

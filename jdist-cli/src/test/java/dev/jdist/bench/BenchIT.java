@@ -1,0 +1,89 @@
+package dev.jdist.bench;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.JdistCli;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code jdist bench} end to end: a real job of several JVMs through {@code jdist launch}, results checked on every rank. */
+class BenchIT {
+    private static final Duration T = Duration.ofSeconds(240);
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    @Test
+    @Timeout(300)
+    void everyOpOfASweepIsCheckedAndReportedAsJson() throws Exception {
+        CommandResult r = JdistCli.run(T, Map.of(), "bench", "-n", "3", "-p", String.valueOf(FreePorts.block(3)),
+                "--op", "all_sum,all_max,all_min,all_gather,sum_scatter,send_recv", "--sizes", "4B:1MiB", "-f", "64",
+                "-w", "1", "-i", "3", "--mode", "both", "--json");
+        assertThat(r.exitCode()).as(r.toString()).isZero();
+        List<BenchResult> rows = JSON.readValue(r.stdout(), new TypeReference<>() {});
+        // 6 ops x 4 sizes (4 B, 256 B, 16 KiB, 1 MiB) x 2 modes
+        assertThat(rows).hasSize(6 * 4 * 2);
+        assertThat(rows).extracting(BenchResult::op).containsOnly("all_sum", "all_max", "all_min", "all_gather", "sum_scatter",
+                "send_recv");
+        assertThat(rows).allSatisfy(row -> {
+            assertThat(row.wrong()).as("#wrong of %s", row).isZero();
+            assertThat(row.ranks()).isEqualTo(3);
+            assertThat(row.type()).isEqualTo("float32");
+            assertThat(row.medianMicros()).isPositive();
+            assertThat(row.p99Micros()).isGreaterThanOrEqualTo(row.medianMicros());
+            assertThat(row.busbwGBs()).isGreaterThanOrEqualTo(0);
+            assertThat(row.peakRssBytes()).isPositive();
+        });
+        BenchResult sum1MiB = rows.stream().filter(x -> x.op().equals("all_sum") && x.bytes() == 1 << 20).findFirst().orElseThrow();
+        assertThat(sum1MiB.count()).isEqualTo(262_144);
+        assertThat(sum1MiB.busbwGBs()).isCloseTo(sum1MiB.algbwGBs() * 2 * 2 / 3, org.assertj.core.data.Offset.offset(1e-9));
+    }
+
+    @Test
+    @Timeout(300)
+    void tableCsvAndPlot(@TempDir Path dir) throws Exception {
+        Path png = dir.resolve("ring.png");
+        CommandResult table = JdistCli.run(T, Map.of(), "bench", "-n", "2", "-p", String.valueOf(FreePorts.block(2)),
+                "--op", "all_sum", "--sizes", "4B:64KiB", "-f", "16", "-w", "1", "-i", "3", "-d", "bfloat16", "--plot", png.toString());
+        assertThat(table.exitCode()).as(table.toString()).isZero();
+        assertThat(table.stdout()).contains("# all_sum, 2 ranks, bfloat16")
+                .contains("size", "count", "type", "redop", "median(us)", "p99(us)", "algbw", "busbw", "#wrong", "peakRSS");
+        List<String> dataRows = table.stdout().lines().filter(l -> !l.startsWith("#") && !l.isBlank()).toList();
+        assertThat(dataRows).hasSize(5); // 4 B, 64 B, 1 KiB, 16 KiB, 64 KiB
+        assertThat(dataRows).allSatisfy(l -> assertThat(l.trim().split("\\s+")).hasSize(11).contains("bfloat16", "sum"));
+        byte[] image = Files.readAllBytes(png);
+        assertThat(image).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
+
+        Path svg = dir.resolve("ring.svg");
+        CommandResult csv = JdistCli.run(T, Map.of(), "bench", "-n", "2", "-p", String.valueOf(FreePorts.block(2)),
+                "--op", "all_gather", "--sizes", "8B:8KiB", "-f", "32", "-w", "1", "-i", "2", "--csv", "--plot", svg.toString());
+        assertThat(csv.exitCode()).as(csv.toString()).isZero();
+        List<String> lines = csv.stdout().lines().toList();
+        assertThat(lines.getFirst()).startsWith("op,");
+        assertThat(lines).hasSize(1 + 3);
+        assertThat(Files.readString(svg)).contains("<svg").contains("</svg>");
+    }
+
+    @Test
+    @Timeout(120)
+    void badOptionsAreNamedBeforeAnythingStarts() {
+        CommandResult op = JdistCli.run(T, Map.of(), "bench", "--op", "all_foo");
+        assertThat(op.exitCode()).isEqualTo(2);
+        assertThat(op.stderr()).contains("all_foo");
+        CommandResult sizes = JdistCli.run(T, Map.of(), "bench", "--sizes", "64MiB:4B");
+        assertThat(sizes.exitCode()).isEqualTo(2);
+        assertThat(sizes.stderr()).contains("--sizes");
+        CommandResult dtype = JdistCli.run(T, Map.of(), "bench", "-d", "float8");
+        assertThat(dtype.exitCode()).isEqualTo(2);
+        assertThat(dtype.stderr()).contains("float8");
+    }
+}
