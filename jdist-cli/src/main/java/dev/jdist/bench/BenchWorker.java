@@ -57,7 +57,7 @@ public final class BenchWorker {
             warmUp(group, op, dtype);
             for (long size : spec.sizes()) {
                 for (String mode : spec.modes()) {
-                    BenchResult r = runRow(group, op, dtype, size, mode.equals("in-place"), spec.warmup(), spec.iters());
+                    BenchResult r = runRow(group, op, dtype, size, mode, spec.warmup(), spec.iters());
                     if (group.rank() == 0) {
                         System.out.println(LINE_PREFIX + JSON.writeValueAsString(r));
                         System.out.flush();
@@ -73,14 +73,24 @@ public final class BenchWorker {
      * same calls.
      */
     private static void warmUp(Group g, BenchOp op, DType dtype) {
-        runRow(g, op, dtype, 4L * dtype.itemSize() * g.size(), false, JIT_WARMUP_SMALL, 1);
-        runRow(g, op, dtype, 256L << 10, false, JIT_WARMUP_MEDIUM, 1);
+        runRow(g, op, dtype, 4L * dtype.itemSize() * g.size(), OUT_OF_PLACE, JIT_WARMUP_SMALL, 1);
+        runRow(g, op, dtype, 256L << 10, OUT_OF_PLACE, JIT_WARMUP_MEDIUM, 1);
     }
 
     private static final int JIT_WARMUP_SMALL = 3000;
     private static final int JIT_WARMUP_MEDIUM = 100;
 
-    private static BenchResult runRow(Group g, BenchOp op, DType dtype, long size, boolean inPlace, int warmup, int iters) {
+    /** Output into a preallocated array ({@code allReduceInto} and friends): communication only. */
+    public static final String OUT_OF_PLACE = "out-of-place";
+    /** The output is the input array. */
+    public static final String IN_PLACE = "in-place";
+    /** Each call returns a new array ({@code allSum(x)}, {@code allGather(x)}, ...): the API's default path, allocation included. */
+    public static final String RETURNED = "returned";
+    public static final List<String> MODES = List.of(OUT_OF_PLACE, IN_PLACE, RETURNED);
+
+    private static BenchResult runRow(Group g, BenchOp op, DType dtype, long size, String mode, int warmup, int iters) {
+        boolean inPlace = mode.equals(IN_PLACE);
+        boolean returned = mode.equals(RETURNED);
         int n = g.size();
         int r = g.rank();
         int s = dtype.itemSize();
@@ -104,14 +114,13 @@ public final class BenchWorker {
         long[] times = new long[iters];
         for (int i = -warmup; i < iters; i++) {
             long t0 = System.nanoTime();
-            runOnce(g, op, in, out);
+            runOnce(g, op, in, out, returned); // a returned array becomes garbage at once, as in a training loop
             long t = System.nanoTime() - t0;
             if (i >= 0) times[i] = t;
         }
         // Check on fresh inputs (in-place iterations changed them).
         fill(in, r, 0);
-        runOnce(g, op, in, out);
-        long wrong = countWrong(g, op, out);
+        long wrong = countWrong(g, op, runOnce(g, op, in, out, returned));
         Array wrongAll = g.allSum(Array.of((long) wrong));
         Array rss = g.allMax(Array.of(peakRssBytes()));
 
@@ -127,11 +136,32 @@ public final class BenchWorker {
             default -> perRank * s;
         };
         double algbw = median > 0 ? bytes / (median * 1e3) : 0;
-        return new BenchResult(op.cliName(), inPlace ? "in-place" : "out-of-place", bytes, bytes / s, dtype.mlxName(),
+        return new BenchResult(op.cliName(), mode, bytes, bytes / s, dtype.mlxName(),
                 op.redop(), n, median, p99, algbw, algbw * op.busFactor(n), wrongAll.getLong(0), rss.getLong(0));
     }
 
-    private static void runOnce(Group g, BenchOp op, Array in, Array out) {
+    /** One call of {@code op}; returns the array holding the result ({@code out}, or the new array when {@code returned}). */
+    private static Array runOnce(Group g, BenchOp op, Array in, Array out, boolean returned) {
+        if (returned) {
+            return switch (op) {
+                case ALL_SUM -> g.allSum(in);
+                case ALL_MAX -> g.allMax(in);
+                case ALL_MIN -> g.allMin(in);
+                case ALL_GATHER -> g.allGather(in);
+                case SUM_SCATTER -> g.sumScatter(in);
+                case SEND_RECV -> {
+                    if (g.rank() == 0) {
+                        g.send(in, 1);
+                        yield g.recvLike(in, 1);
+                    } else if (g.rank() == 1) {
+                        Array got = g.recvLike(in, 0);
+                        g.send(got, 0);
+                        yield got;
+                    }
+                    yield out;
+                }
+            };
+        }
         switch (op) {
             case ALL_SUM -> g.allReduceInto(in, out, ReduceOp.SUM);
             case ALL_MAX -> g.allReduceInto(in, out, ReduceOp.MAX);
@@ -148,6 +178,7 @@ public final class BenchWorker {
                 }
             }
         }
+        return out;
     }
 
     /** Rank-dependent small integers, exact in every dtype even after summing over many ranks. */

@@ -68,7 +68,9 @@ public final class BenchCommand implements Callable<Integer> {
     int iters;
 
     @Option(names = "--mode", defaultValue = "out-of-place",
-            description = "out-of-place, in-place or both (default ${DEFAULT-VALUE})")
+            description = {"out-of-place (into a preallocated output), in-place, returned (each call returns a new array:",
+                    "allSum(x), allGather(x)...: the API's default path, allocation included), both (the first two) or all",
+                    "(default ${DEFAULT-VALUE})"})
     String mode;
 
     @Option(names = "--csv", description = "print CSV instead of the table")
@@ -142,10 +144,14 @@ public final class BenchCommand implements Callable<Integer> {
         if (iters < 1) throw new IllegalArgumentException("--iters must be at least 1, got " + iters);
         if (warmup < 0) throw new IllegalArgumentException("--warmup must be >= 0, got " + warmup);
         List<String> modes = switch (mode) {
-            case "out-of-place" -> List.of("out-of-place");
-            case "in-place" -> List.of("in-place");
-            case "both" -> List.of("out-of-place", "in-place");
-            default -> throw new IllegalArgumentException("--mode must be out-of-place, in-place or both, got '" + mode + "'");
+            case "both" -> List.of(BenchWorker.OUT_OF_PLACE, BenchWorker.IN_PLACE);
+            case "all" -> BenchWorker.MODES;
+            default -> {
+                if (!BenchWorker.MODES.contains(mode)) {
+                    throw new IllegalArgumentException("--mode must be out-of-place, in-place, returned, both or all, got '" + mode + "'");
+                }
+                yield List.of(mode);
+            }
         };
         if (plot != null && plot.getParent() != null && !Files.isDirectory(plot.getParent())) {
             throw new IllegalArgumentException("--plot: directory " + plot.getParent() + " does not exist");

@@ -27,11 +27,12 @@ class BenchIT {
     void everyOpOfASweepIsCheckedAndReportedAsJson() throws Exception {
         CommandResult r = JdistCli.run(T, Map.of(), "bench", "-n", "3", "-p", String.valueOf(FreePorts.block(3)),
                 "--op", "all_sum,all_max,all_min,all_gather,sum_scatter,send_recv", "--sizes", "4B:1MiB", "-f", "64",
-                "-w", "1", "-i", "3", "--mode", "both", "--json");
+                "-w", "1", "-i", "3", "--mode", "all", "--json");
         assertThat(r.exitCode()).as(r.toString()).isZero();
         List<BenchResult> rows = JSON.readValue(r.stdout(), new TypeReference<>() {});
-        // 6 ops x 4 sizes (4 B, 256 B, 16 KiB, 1 MiB) x 2 modes
-        assertThat(rows).hasSize(6 * 4 * 2);
+        // 6 ops x 4 sizes (4 B, 256 B, 16 KiB, 1 MiB) x 3 modes
+        assertThat(rows).hasSize(6 * 4 * 3);
+        assertThat(rows).extracting(BenchResult::mode).containsOnly("out-of-place", "in-place", "returned");
         assertThat(rows).extracting(BenchResult::op).containsOnly("all_sum", "all_max", "all_min", "all_gather", "sum_scatter",
                 "send_recv");
         assertThat(rows).allSatisfy(row -> {
@@ -82,6 +83,9 @@ class BenchIT {
         CommandResult sizes = JdistCli.run(T, Map.of(), "bench", "--sizes", "64MiB:4B");
         assertThat(sizes.exitCode()).isEqualTo(2);
         assertThat(sizes.stderr()).contains("--sizes");
+        CommandResult mode = JdistCli.run(T, Map.of(), "bench", "--mode", "sideways");
+        assertThat(mode.exitCode()).isEqualTo(2);
+        assertThat(mode.stderr()).contains("--mode", "returned", "sideways");
         CommandResult dtype = JdistCli.run(T, Map.of(), "bench", "-d", "float8");
         assertThat(dtype.exitCode()).isEqualTo(2);
         assertThat(dtype.stderr()).contains("float8");
