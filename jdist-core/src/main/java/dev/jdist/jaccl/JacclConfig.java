@@ -1,5 +1,6 @@
 package dev.jdist.jaccl;
 
+import dev.jdist.spi.JdistTimeout;
 import dev.jdist.ConfigException;
 
 import java.nio.file.Path;
@@ -32,7 +33,7 @@ public record JacclConfig(int rank, DeviceMatrix devices, Topology topology, Str
 
     public enum QpMode { UC, RC }
 
-    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(120);
+    public static final Duration DEFAULT_TIMEOUT = JdistTimeout.DEFAULT;
 
     public int size() { return devices.size(); }
 
@@ -143,23 +144,9 @@ public record JacclConfig(int rank, DeviceMatrix devices, Topology topology, Str
         return new String[]{host, port};
     }
 
-    /** JDIST_TIMEOUT: seconds ({@code 30}, {@code 2.5}) or with a unit ({@code 500ms}, {@code 30s}, {@code 2m}). */
+    /** JDIST_TIMEOUT, as every backend reads it ({@link JdistTimeout}). */
     public static Duration parseTimeout(String value) {
-        if (blankToNull(value) == null) return DEFAULT_TIMEOUT;
-        String v = value.trim().toLowerCase(Locale.ROOT);
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("([0-9]+(?:\\.[0-9]+)?)\\s*(ms|s|m)?").matcher(v);
-        if (m.matches()) {
-            double amount = Double.parseDouble(m.group(1));
-            String unit = m.group(2) == null ? "s" : m.group(2);
-            double millis = switch (unit) {
-                case "ms" -> amount;
-                case "m" -> amount * 60_000;
-                default -> amount * 1000;
-            };
-            if (millis >= 1 && millis <= 7 * 24 * 3600_000.0) return Duration.ofMillis(Math.round(millis));
-        }
-        throw new ConfigException("JDIST_TIMEOUT='" + value + "' is not a duration; use seconds (30, 2.5) or a unit"
-                + " (500ms, 30s, 2m), between 1 ms and 7 days");
+        return JdistTimeout.parse(value);
     }
 
     public static QpMode parseQpMode(String value) {

@@ -1,5 +1,6 @@
 package dev.jdist.ring;
 
+import dev.jdist.spi.JdistTimeout;
 import dev.jdist.ConfigException;
 
 import java.nio.file.Path;
@@ -10,7 +11,7 @@ import java.util.Optional;
 /**
  * What the ring reads from the environment (spec collectives.md §3.1 and §9):
  * {@code MLX_RANK}, {@code MLX_HOSTFILE}, {@code MLX_RING_VERBOSE} (MLX) and the jdist extensions
- * {@code JDIST_TIMEOUT} (seconds; default {@value #DEFAULT_TIMEOUT_SECONDS}) and
+ * {@code JDIST_TIMEOUT} ({@link JdistTimeout}; default 120 s) and
  * {@code JDIST_JOB_TOKEN} (turns on the connection handshake).
  */
 public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Duration timeout, String jobToken,
@@ -19,7 +20,7 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
     public static final String RANK = "MLX_RANK";
     public static final String HOSTFILE = "MLX_HOSTFILE";
     public static final String VERBOSE = "MLX_RING_VERBOSE";
-    public static final String TIMEOUT = "JDIST_TIMEOUT";
+    public static final String TIMEOUT = JdistTimeout.VARIABLE;
     public static final String JOB_TOKEN = "JDIST_JOB_TOKEN";
     public static final String SPIN = "JDIST_RING_SPIN_US";
     /**
@@ -36,7 +37,7 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
      */
     public static final long DEFAULT_SPIN_MICROS = 50;
     /** Default deadline for connection set-up and for progress inside one operation. */
-    public static final long DEFAULT_TIMEOUT_SECONDS = 120;
+    public static final long DEFAULT_TIMEOUT_SECONDS = JdistTimeout.DEFAULT.toSeconds();
 
     public int size() { return hostfile.size(); }
 
@@ -97,18 +98,7 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
     }
 
     static Duration parseTimeout(String text) {
-        if (text == null || text.isBlank()) return Duration.ofSeconds(DEFAULT_TIMEOUT_SECONDS);
-        double seconds;
-        try {
-            seconds = Double.parseDouble(text.strip());
-        } catch (NumberFormatException e) {
-            seconds = Double.NaN;
-        }
-        if (!(seconds > 0) || Double.isInfinite(seconds) || seconds > 1e9) {
-            throw new ConfigException(TIMEOUT + "=\"" + text + "\" is not a positive number of seconds (e.g. 30 or 2.5); "
-                    + "unset it for the default of " + DEFAULT_TIMEOUT_SECONDS + " s");
-        }
-        return Duration.ofNanos((long) (seconds * 1e9));
+        return JdistTimeout.parse(text);
     }
 
     private static String shown(String v) { return v == null ? "<unset>" : "\"" + v + "\""; }

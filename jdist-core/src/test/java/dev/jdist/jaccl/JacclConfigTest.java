@@ -137,7 +137,7 @@ class JacclConfigTest {
         env.put("MLX_JACCL_COORDINATOR", "[fe80::1]:5000");
         assertThat(JacclConfig.fromEnv(env, false, false).orElseThrow().coordinatorHost()).isEqualTo("fe80::1");
         env.put("JDIST_TIMEOUT", "soon");
-        assertThatThrownBy(() -> JacclConfig.fromEnv(env, false, false)).hasMessageContaining("JDIST_TIMEOUT='soon'");
+        assertThatThrownBy(() -> JacclConfig.fromEnv(env, false, false)).hasMessageContaining("JDIST_TIMEOUT=\"soon\"");
         env.put("JDIST_TIMEOUT", "2.5");
         env.put("JDIST_JACCL_QP", "RC");
         JacclConfig c = JacclConfig.fromEnv(env, false, false).orElseThrow();

@@ -1,0 +1,38 @@
+package dev.jdist.spi;
+
+import dev.jdist.ConfigException;
+
+import java.time.Duration;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code JDIST_TIMEOUT}: the deadline every backend that enforces one (ring, jaccl) applies to connection
+ * set-up and to the progress of each operation. One parser, so the variable means the same everywhere.
+ */
+public final class JdistTimeout {
+    public static final String VARIABLE = "JDIST_TIMEOUT";
+    public static final Duration DEFAULT = Duration.ofSeconds(120);
+    private static final Pattern FORM = Pattern.compile("([0-9]+(?:\\.[0-9]+)?)\\s*(ms|s|m)?");
+    private static final double MAX_MILLIS = 7 * 24 * 3600_000.0;
+
+    private JdistTimeout() {}
+
+    /** Seconds ({@code 30}, {@code 2.5}) or with a unit ({@code 500ms}, {@code 30s}, {@code 2m}); unset or blank → {@link #DEFAULT}. */
+    public static Duration parse(String value) {
+        if (value == null || value.isBlank()) return DEFAULT;
+        Matcher m = FORM.matcher(value.trim().toLowerCase(Locale.ROOT));
+        if (m.matches()) {
+            double amount = Double.parseDouble(m.group(1));
+            double millis = switch (m.group(2) == null ? "s" : m.group(2)) {
+                case "ms" -> amount;
+                case "m" -> amount * 60_000;
+                default -> amount * 1000;
+            };
+            if (millis >= 1 && millis <= MAX_MILLIS) return Duration.ofNanos(Math.round(millis * 1e6));
+        }
+        throw new ConfigException(VARIABLE + "=\"" + value + "\" is not a duration: use seconds (30, 2.5) or a unit (500ms, 30s, 2m),"
+                + " between 1 ms and 7 days; unset it for the default of " + DEFAULT.toSeconds() + " s");
+    }
+}
