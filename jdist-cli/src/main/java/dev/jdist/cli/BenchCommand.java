@@ -42,6 +42,9 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--connections-per-ip", description = "ring connections per neighbour")
     Integer connectionsPerIp;
 
+    @Option(names = "--bind-to", description = "none or core: pin each rank to a CPU, as jdist launch --bind-to (default: none)")
+    String bindTo;
+
     @Option(names = {"-p", "--starting-port"}, description = "first ring port (default: as jdist launch, 32323)")
     Integer startingPort;
 
@@ -103,6 +106,7 @@ public final class BenchCommand implements Callable<Integer> {
         if (backend != null) launch.addAll(List.of("--backend", backend));
         if (connectionsPerIp != null) launch.addAll(List.of("--connections-per-ip", connectionsPerIp.toString()));
         if (startingPort != null) launch.addAll(List.of("--starting-port", startingPort.toString()));
+        if (bindTo != null) launch.addAll(List.of("--bind-to", bindTo));
         for (String e : env) launch.addAll(List.of("--env", e));
 
         int total = spec.ops().size() * spec.sizes().size() * spec.modes().size();

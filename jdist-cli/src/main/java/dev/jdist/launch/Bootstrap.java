@@ -21,6 +21,14 @@ public final class Bootstrap {
      * @param remote     whether the script runs under ssh -tt (then terminal echo is turned off first)
      */
     public static String script(RankPlan plan, List<String> argv, String cwd, boolean cwdGiven, boolean remote) {
+        return script(plan, argv, cwd, cwdGiven, remote, -1);
+    }
+
+    /**
+     * @param cpuSlot with {@code --bind-to core}: the rank's index among its host's ranks (it runs on CPU
+     *                {@code cpuSlot mod nproc} through {@code taskset}); -1 for no binding
+     */
+    public static String script(RankPlan plan, List<String> argv, String cwd, boolean cwdGiven, boolean remote, int cpuSlot) {
         StringBuilder s = new StringBuilder();
         if (remote) {
             s.append("stty -echo 2>/dev/null\n");
@@ -49,11 +57,18 @@ public final class Bootstrap {
                     .append(" > \"$_jdist_f\" && export ").append(f.name()).append("=\"$_jdist_f\"\n");
         }
         s.append("export MLX_RANK=").append(plan.rank()).append('\n');
-        s.append("exec");
+        StringBuilder words = new StringBuilder();
         for (String a : argv) {
-            s.append(' ').append(singleQuote(a));
+            words.append(' ').append(singleQuote(a));
         }
-        s.append('\n');
+        if (cpuSlot >= 0) {
+            // Two exec lines rather than a command in a variable: zsh does not split unquoted variables.
+            s.append("if command -v taskset >/dev/null 2>&1 && command -v nproc >/dev/null 2>&1; then exec taskset -c \"$((")
+                    .append(cpuSlot).append(" % $(nproc)))\"").append(words).append("; fi\n");
+            s.append("printf '%s\\n' ").append(singleQuote("jdist launch: --bind-to core: taskset or nproc is missing on this host; rank "
+                    + plan.rank() + " runs unbound")).append(" >&2\n");
+        }
+        s.append("exec").append(words).append('\n');
         return s.toString();
     }
 

@@ -93,6 +93,11 @@ public final class LaunchOptions {
     @Option(names = "--timeout", paramLabel = "SECONDS", description = "End the job (exit 124) if it runs longer than this.")
     public String timeout;
 
+    @Option(names = "--bind-to", paramLabel = "none|core", description = {"core: pin each rank to one CPU of its host (the rank's "
+            + "index among that host's ranks, modulo its CPUs; Linux taskset) so that ranks polling for messages do not "
+            + "migrate between CPUs. Default: none."})
+    public String bindTo;
+
     @Option(names = "--dry-run", description = "Print each rank's host, command and environment; start nothing.")
     public boolean dryRun;
 

@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -110,14 +111,19 @@ public final class Launcher {
         log.info("Running " + ShellQuote.join(argv));
 
         String cwd = o.cwd != null ? o.cwd : System.getProperty("user.dir");
+        boolean bind = bindToCore(o.bindTo);
+        Map<String, Integer> ranksOnHost = new HashMap<>();
+        Map<Integer, Integer> cpuSlots = new HashMap<>();
         List<JobSupervisor.RankStart> starts = new ArrayList<>();
         for (RankPlan rp : plan.ranks()) {
-            String boot = Bootstrap.script(rp, argv, cwd, o.cwd != null, !rp.host().isLocal());
+            int slot = ranksOnHost.merge(rp.host().ssh(), 1, Integer::sum) - 1;
+            if (bind) cpuSlots.put(rp.rank(), slot);
+            String boot = Bootstrap.script(rp, argv, cwd, o.cwd != null, !rp.host().isLocal(), bind ? slot : -1);
             starts.add(new JobSupervisor.RankStart(rp.rank(), rp.host(), boot,
                     rp.dropInheritedHostfile() ? List.of("MLX_HOSTFILE") : List.of()));
         }
         if (o.dryRun) {
-            printDryRun(plan, argv, cwd, o.cwd != null);
+            printDryRun(plan, argv, cwd, o.cwd != null, cpuSlots);
             return 0;
         }
         OutputSink sink;
@@ -162,18 +168,29 @@ public final class Launcher {
         return HexFormat.of().formatHex(b);
     }
 
-    private void printDryRun(EnvironmentPlan.Result plan, List<String> argv, String cwd, boolean cwdGiven) {
+    private void printDryRun(EnvironmentPlan.Result plan, List<String> argv, String cwd, boolean cwdGiven,
+                             Map<Integer, Integer> cpuSlots) {
         out.println("# dry run: nothing is started");
         for (RankPlan rp : plan.ranks()) {
             HostEntry h = rp.host();
             out.println("rank " + rp.rank() + " on " + h.ssh() + (h.isLocal() ? " (local)" : " (ssh)"));
             out.println("  cwd: " + cwd + (cwdGiven ? "" : " (if it exists there)"));
             out.println("  command: " + ShellQuote.join(argv));
+            if (cpuSlots.containsKey(rp.rank())) {
+                out.println("  cpu: " + cpuSlots.get(rp.rank()) + " modulo the host's CPU count (taskset)");
+            }
             for (var e : EnvironmentPlan.describe(rp).entrySet()) {
                 out.println("  env: " + e.getKey() + "=" + e.getValue());
             }
         }
         out.flush();
+    }
+
+    /** {@code --bind-to}: none (default) or core. */
+    static boolean bindToCore(String value) {
+        if (value == null || value.equals("none")) return false;
+        if (value.equals("core")) return true;
+        throw new UsageException("--bind-to must be none or core, got '" + value + "'");
     }
 
     private int runMpi(EnvironmentPlan.Inputs inputs, LaunchOptions o, List<String> argv, ConsoleLog log) throws InterruptedException {

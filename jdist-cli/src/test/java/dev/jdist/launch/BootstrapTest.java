@@ -42,6 +42,27 @@ class BootstrapTest {
         assertThat(lines[2]).isEqualTo("a b*'c");
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"/bin/sh", "/bin/dash", "/bin/bash", "/usr/bin/zsh"})
+    void bindToCorePinsTheProgramToItsSlotModuloTheCpus(String shell) {
+        Requirements.require(() -> Files.isExecutable(Path.of(shell)) ? Optional.empty()
+                : Optional.of(shell + " is not installed (Debian package " + Path.of(shell).getFileName() + "; bin/test installs it)"));
+        RankPlan plan = new RankPlan(1, HostList.parse("127.0.0.1", 2).get(1), List.of(), List.of(), false);
+        int cpus = Runtime.getRuntime().availableProcessors();
+        String boot = Bootstrap.script(plan, List.of("/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status; echo \"$1\"", "sh", "a b"),
+                null, false, false, cpus + 1);
+        CommandResult r = CommandResult.run(Duration.ofSeconds(20), null, Map.of(), null, List.of(shell, "-c", boot));
+        assertThat(r.exitCode()).as(r.toString()).isZero();
+        String[] lines = r.stdout().split("\n");
+        assertThat(lines[1]).matches("Cpus_allowed_list:\\s+" + (cpus + 1) % cpus);
+        assertThat(lines[2]).isEqualTo("a b");
+
+        // no taskset on PATH: a warning naming the rank, and the program still runs (unbound)
+        CommandResult unbound = CommandResult.run(Duration.ofSeconds(20), null, Map.of("PATH", "/nonexistent"), null,
+                List.of(shell, "-c", boot));
+        assertThat(unbound.stderr()).contains("--bind-to core: taskset or nproc is missing on this host; rank 1 runs unbound");
+    }
+
     @Test
     void missingCwdIsReportedAndTheRankStillRuns() {
         RankPlan plan = new RankPlan(0, HostList.parse("127.0.0.1", 1).get(0), List.of(), List.of(), true);

@@ -179,6 +179,21 @@ class LocalLaunchIT {
     }
 
     @Test
+    void bindToCorePinsEachLocalRankToItsOwnCpu() {
+        int cpus = Runtime.getRuntime().availableProcessors();
+        CommandResult r = JdistCli.run(T, RING, null, null, "--bind-to", "core", "-n", "3", "--",
+                "sh", "-c", "echo $MLX_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)");
+        assertThat(r.exitCode()).as(r.toString()).isZero();
+        assertThat(JdistCli.lines(r.stdout())).containsExactlyInAnyOrder("0 " + 0 % cpus, "1 " + 1 % cpus, "2 " + 2 % cpus);
+
+        CommandResult dry = JdistCli.run(T, RING, null, null, "--dry-run", "--bind-to", "core", "-n", "2", "--", "true");
+        assertThat(dry.stdout()).contains("  cpu: 0 modulo", "  cpu: 1 modulo");
+        CommandResult bad = JdistCli.run(T, RING, null, null, "--bind-to", "socket", "-n", "2", "--", "true");
+        assertThat(bad.exitCode()).isEqualTo(2);
+        assertThat(bad.stderr()).contains("--bind-to must be none or core, got 'socket'");
+    }
+
+    @Test
     void dryRunStartsNothing() {
         String mark = JdistCli.sleepMarker();
         CommandResult r = JdistCli.run(T, RING, null, null, "--dry-run", "-n", "2", "--env", "A=1", "--", "sleep", mark);
