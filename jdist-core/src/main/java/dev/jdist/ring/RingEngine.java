@@ -39,7 +39,7 @@ import java.util.List;
  * operations fail at once with the same cause) and closes every socket of the group so both
  * neighbours fail too and the failure travels round the ring.
  */
-final class RingEngine implements AutoCloseable {
+final class RingEngine implements RingTransport {
 
     static final long MAX_IO_BYTES = 1L << 30;
     /** Bytes per socket call and per ByteBuffer view; {@link #MAX_IO_BYTES} except in tests that exercise the windowing. */
@@ -123,11 +123,37 @@ final class RingEngine implements AutoCloseable {
 
     int connections() { return left.length; }
 
+    int rank() { return rank; }
+
+    int leftRank() { return leftRank; }
+
+    int rightRank() { return rightRank; }
+
+    /** Connection {@code left[j]} (accepted from the left neighbour) or {@code right[j]} (made to the right one). */
+    SocketChannel channel(boolean leftSide, int j) { return (leftSide ? left : right)[j].channel; }
+
+    /** The address connection {@code left[j]}/{@code right[j]} was made to. */
+    String address(boolean leftSide, int j) { return (leftSide ? left : right)[j].address; }
+
+    /**
+     * Hands the connections over to another transport ({@link ShmEngine}): closes this engine's
+     * selector but not the sockets; this engine is closed afterwards (its {@link #close()} does nothing).
+     */
+    void detach() {
+        closed = true;
+        try {
+            selector.close();
+        } catch (IOException ignored) {
+            // best effort: the keys are cancelled either way
+        }
+    }
+
     /** The failure that broke the group, or null. */
     DistributedException broken() { return broken; }
 
     /** Throws (a fresh exception of the same kind, caused by the first) when the group is broken or closed. */
-    void checkUsable(String opName) {
+    @Override
+    public void checkUsable(String opName) {
         DistributedException b = broken;
         if (b != null) {
             String msg = "rank " + rank + ": " + opName + " cannot run: the ring group broke earlier: " + b.getMessage();
@@ -141,7 +167,8 @@ final class RingEngine implements AutoCloseable {
      * Runs {@code streams} over {@code work} (reduction items combine with {@code op} as
      * {@code dtype}); returns when every byte has been sent and received.
      */
-    void run(String opName, List<RingSchedule.Stream> streams, MemorySegment work, ReduceOp op, DType dtype) {
+    @Override
+    public void run(String opName, List<RingSchedule.Stream> streams, MemorySegment work, ReduceOp op, DType dtype) {
         checkUsable(opName);
         if (streams.isEmpty()) return;
         List<StreamRun> runs = new ArrayList<>(streams.size());

@@ -31,22 +31,48 @@ public final class RingGroup implements GroupImpl {
     private final int rank;
     private final int size;
     private final int k;
-    private final RingEngine engine;           // null when size == 1
+    private final RingTransport engine;        // null when size == 1; RingEngine (tcp) or ShmEngine (shm)
     private final String host;                 // this rank's IPv4 host, for split listeners
     private final Duration timeout;
     private final String jobToken;
     private final boolean verbose;
     private final long spinNanos;
+    private final RingSettings.Transport transport;
+    private final long shmLinkBytes;
     private final MemorySegment small;         // the small path's padded work vector W (n * itemsize <= 1024)
     /** Bound of the sum_scatter work buffer; with the engine's 16 MiB of scratch the group's own buffers stay within 32 MiB. */
     static final long SUM_SCATTER_WORK_BYTES = 16L << 20;
     /** {@link #SUM_SCATTER_WORK_BYTES} except in tests that exercise the piecing. */
     static volatile long sumScatterWorkBytes = SUM_SCATTER_WORK_BYTES;
     private MemorySegment sumScatterWork;      // grown lazily, at most SUM_SCATTER_WORK_BYTES (a piece is at least n items)
+    // The last schedule of each kind: repeated calls of one shape (training loops, benchmarks) reuse it.
+    private final LastSchedule lastAllReduce = new LastSchedule();
+    private final LastSchedule lastAllGather = new LastSchedule();
+    private final LastSchedule lastSumScatter = new LastSchedule();
+    private final LastSchedule lastSend = new LastSchedule();
+    private final LastSchedule lastRecv = new LastSchedule();
+    private static final String[] REDUCE_NAMES = {"all_sum", "all_max", "all_min"};
 
-    private RingGroup(int rank, int size, int k, RingEngine engine, String host, Duration timeout, String jobToken,
-                      boolean verbose, long spinNanos) {
+    private static final class LastSchedule {
+        long a = -1;
+        long b = -1;
+        List<RingSchedule.Stream> streams;
+
+        boolean matches(long a, long b) { return streams != null && this.a == a && this.b == b; }
+
+        List<RingSchedule.Stream> remember(long a, long b, List<RingSchedule.Stream> streams) {
+            this.a = a;
+            this.b = b;
+            this.streams = streams;
+            return streams;
+        }
+    }
+
+    private RingGroup(int rank, int size, int k, RingTransport engine, String host, Duration timeout, String jobToken,
+                      boolean verbose, long spinNanos, RingSettings.Transport transport, long shmLinkBytes) {
         this.spinNanos = spinNanos;
+        this.transport = transport;
+        this.shmLinkBytes = shmLinkBytes;
         this.rank = rank;
         this.size = size;
         this.k = k;
@@ -68,7 +94,8 @@ public final class RingGroup implements GroupImpl {
         if (n == 1) {
             log.log("the hostfile lists one rank: a 1-rank group, no connections");
             return new RingGroup(0, 1, own.size(), null, own.getFirst().socketAddress().getAddress().getHostAddress(),
-                    settings.timeout(), settings.jobToken(), settings.verbose(), settings.spinMicros() * 1000);
+                    settings.timeout(), settings.jobToken(), settings.verbose(), settings.spinMicros() * 1000,
+                    settings.transport(), settings.shmLinkBytes());
         }
         int right = (r + 1) % n;
         int left = (r - 1 + n) % n;
@@ -94,16 +121,26 @@ public final class RingGroup implements GroupImpl {
         List<String> theirTexts = theirs.stream().map(RingHostfile.Address::text).toList();
         return fromConnections(r, n, left, right, c, ownTexts, theirTexts,
                 own.getFirst().socketAddress().getAddress().getHostAddress(), settings.timeout(), settings.jobToken(), log,
-                settings.verbose(), settings.spinMicros() * 1000);
+                settings.verbose(), settings.spinMicros() * 1000, settings.transport(), settings.shmLinkBytes());
     }
 
     private static RingGroup fromConnections(int r, int n, int left, int right, RingConnector.Connections c,
                                              List<String> ownTexts, List<String> theirTexts, String host, Duration timeout,
-                                             String token, RingLog log, boolean verbose, long spinNanos) {
+                                             String token, RingLog log, boolean verbose, long spinNanos,
+                                             RingSettings.Transport transport, long shmLinkBytes) {
         try {
             RingEngine engine = new RingEngine(r, left, right, c.left(), c.right(), ownTexts, theirTexts, timeout.toNanos(),
                     RingConnector.seconds(timeout), log, spinNanos);
-            return new RingGroup(r, n, c.left().length, engine, host, timeout, token, verbose, spinNanos);
+            RingTransport t = engine;
+            if (transport == RingSettings.Transport.SHM) {
+                try {
+                    t = ShmSetup.establish(engine, n, shmLinkBytes, timeout.toNanos(), RingConnector.seconds(timeout), log);
+                } catch (RuntimeException | Error e) {
+                    engine.close();
+                    throw e;
+                }
+            }
+            return new RingGroup(r, n, c.left().length, t, host, timeout, token, verbose, spinNanos, transport, shmLinkBytes);
         } catch (IOException e) {
             for (var ch : c.left()) RingConnector.closeQuietly(ch);
             for (var ch : c.right()) RingConnector.closeQuietly(ch);
@@ -123,6 +160,9 @@ public final class RingGroup implements GroupImpl {
     @Override
     public String backendName() { return "ring"; }
 
+    /** {@code "shm"} when this group's bytes move through shared memory ({@code JDIST_TRANSPORT=shm}), else {@code "tcp"}. */
+    public String transportName() { return engine instanceof ShmEngine ? "shm" : "tcp"; }
+
     // ------------------------------------------------------------------ collectives
 
     @Override
@@ -131,12 +171,17 @@ public final class RingGroup implements GroupImpl {
             copy(in.segment(), out.segment());
             return;
         }
-        String name = "all_" + op.name().toLowerCase();
+        String name = switch (op) {
+            case SUM -> REDUCE_NAMES[0];
+            case MAX -> REDUCE_NAMES[1];
+            case MIN -> REDUCE_NAMES[2];
+        };
         engine.checkUsable(name);
         DType dtype = in.dtype();
         int s = dtype.itemSize();
         long e = in.size();
-        List<RingSchedule.Stream> streams = RingSchedule.allReduce(rank, size, k, e, s);
+        List<RingSchedule.Stream> streams = lastAllReduce.matches(e, s) ? lastAllReduce.streams
+                : lastAllReduce.remember(e, s, RingSchedule.allReduce(rank, size, k, e, s));
         if (RingSchedule.isSmallPath(e, size)) {
             MemorySegment w = small.asSlice(0, (long) size * s);
             w.fill((byte) 0);
@@ -144,8 +189,8 @@ public final class RingGroup implements GroupImpl {
             engine.run(name, streams, w, op, dtype);
             MemorySegment.copy(w, 0, out.segment(), 0, e * s);
         } else {
-            copy(in.segment(), out.segment());
-            engine.run(name, streams, out.segment(), op, dtype);
+            // out starts as a copy of in: the transport copies, or reads in where the schedule first touches each byte
+            engine.runFromSource(name, streams, out.segment(), in.segment(), op, dtype);
         }
     }
 
@@ -158,7 +203,9 @@ public final class RingGroup implements GroupImpl {
         }
         engine.checkUsable("all_gather");
         MemorySegment.copy(in.segment(), 0, out.segment(), rank * bytes, bytes);
-        engine.run("all_gather", RingSchedule.allGather(rank, size, k, bytes), out.segment(), null, null);
+        List<RingSchedule.Stream> streams = lastAllGather.matches(bytes, 0) ? lastAllGather.streams
+                : lastAllGather.remember(bytes, 0, RingSchedule.allGather(rank, size, k, bytes));
+        engine.run("all_gather", streams, out.segment(), null, null);
     }
 
     @Override
@@ -181,7 +228,9 @@ public final class RingGroup implements GroupImpl {
             for (int c = 0; c < size; c++) {
                 MemorySegment.copy(in.segment(), (c * chunk + lo) * s, work, c * m * s, m * s);
             }
-            engine.run("sum_scatter", RingSchedule.sumScatter(rank, size, k, m, s), work, ReduceOp.SUM, dtype);
+            List<RingSchedule.Stream> streams = lastSumScatter.matches(m, s) ? lastSumScatter.streams
+                    : lastSumScatter.remember(m, s, RingSchedule.sumScatter(rank, size, k, m, s));
+            engine.run("sum_scatter", streams, work, ReduceOp.SUM, dtype);
             MemorySegment.copy(work, rank * m * s, out.segment(), lo * s, m * s);
         }
     }
@@ -198,14 +247,16 @@ public final class RingGroup implements GroupImpl {
     @Override
     public void send(Array x, int dst) {
         if (size == 1) throw new IllegalArgumentException("cannot send to a singleton group");
-        List<RingSchedule.Stream> streams = RingSchedule.pointToPoint(rank, size, k, x.nbytes(), dst, true);
+        List<RingSchedule.Stream> streams = lastSend.matches(x.nbytes(), dst) ? lastSend.streams
+                : lastSend.remember(x.nbytes(), dst, RingSchedule.pointToPoint(rank, size, k, x.nbytes(), dst, true));
         engine.run("send to rank " + dst, streams, x.segment(), null, null);
     }
 
     @Override
     public void recv(Array out, int src) {
         if (size == 1) throw new IllegalArgumentException("cannot recv from a singleton group");
-        List<RingSchedule.Stream> streams = RingSchedule.pointToPoint(rank, size, k, out.nbytes(), src, false);
+        List<RingSchedule.Stream> streams = lastRecv.matches(out.nbytes(), src) ? lastRecv.streams
+                : lastRecv.remember(out.nbytes(), src, RingSchedule.pointToPoint(rank, size, k, out.nbytes(), src, false));
         engine.run("recv from rank " + src, streams, out.segment(), null, null);
     }
 
@@ -226,7 +277,7 @@ public final class RingGroup implements GroupImpl {
     @Override
     public GroupImpl split(int color, int key) {
         if (size == 1) {
-            return new RingGroup(0, 1, k, null, host, timeout, jobToken, verbose, spinNanos);
+            return new RingGroup(0, 1, k, null, host, timeout, jobToken, verbose, spinNanos, transport, shmLinkBytes);
         }
         engine.checkUsable("split");
         List<ServerSocketChannel> listeners = new ArrayList<>();
@@ -263,7 +314,7 @@ public final class RingGroup implements GroupImpl {
             for (int i = 0; i < m; i++) if (members.get(i).parentRank() == rank) newRank = i;
             RingLog log = new RingLog(verbose, "rank " + rank + " -> split colour " + color + " rank " + newRank);
             if (m == 1) {
-                result = new RingGroup(0, 1, k, null, host, timeout, jobToken, verbose, spinNanos);
+                result = new RingGroup(0, 1, k, null, host, timeout, jobToken, verbose, spinNanos, transport, shmLinkBytes);
                 return result;
             }
             int right = (newRank + 1) % m;
@@ -283,7 +334,8 @@ public final class RingGroup implements GroupImpl {
                 theirTexts.add(t);
             }
             RingConnector.Connections c = new RingConnector(newRank, left, right, log, jobToken).connect(ls, targets, timeout);
-            result = fromConnections(newRank, m, left, right, c, ownTexts, theirTexts, host, timeout, jobToken, log, verbose, spinNanos);
+            result = fromConnections(newRank, m, left, right, c, ownTexts, theirTexts, host, timeout, jobToken, log, verbose,
+                    spinNanos, transport, shmLinkBytes);
             return result;
         } catch (IOException e) {
             throw new ConnectFailedException("rank " + rank + ": split(" + color + ", " + key + ") failed: " + e, e);

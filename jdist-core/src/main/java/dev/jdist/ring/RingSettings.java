@@ -11,11 +11,23 @@ import java.util.Optional;
 /**
  * What the ring reads from the environment (spec collectives.md §3.1 and §9):
  * {@code MLX_RANK}, {@code MLX_HOSTFILE}, {@code MLX_RING_VERBOSE} (MLX) and the jdist extensions
- * {@code JDIST_TIMEOUT} ({@link JdistTimeout}; default 120 s) and
- * {@code JDIST_JOB_TOKEN} (turns on the connection handshake).
+ * {@code JDIST_TIMEOUT} ({@link JdistTimeout}; default 120 s),
+ * {@code JDIST_JOB_TOKEN} (turns on the connection handshake), {@code JDIST_TRANSPORT} ({@code tcp}, the
+ * default, or {@code shm}: the ring's bytes move through shared memory when every rank is on one host) and
+ * {@code JDIST_SHM_BUFFER_KIB} (the shared-memory buffer per direction and connection).
  */
 public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Duration timeout, String jobToken,
-                           long spinMicros) {
+                           long spinMicros, Transport transport, long shmLinkBytes) {
+
+    /** How the ring moves bytes once its TCP connections are formed. */
+    public enum Transport {
+        /** The ring's TCP connections (MLX-compatible wire). */
+        TCP,
+        /** Shared memory between ranks on one host; the TCP connections stay open to notice a lost peer. */
+        SHM;
+
+        public String envValue() { return name().toLowerCase(java.util.Locale.ROOT); }
+    }
 
     public static final String RANK = "MLX_RANK";
     public static final String HOSTFILE = "MLX_HOSTFILE";
@@ -23,6 +35,10 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
     public static final String TIMEOUT = JdistTimeout.VARIABLE;
     public static final String JOB_TOKEN = "JDIST_JOB_TOKEN";
     public static final String SPIN = "JDIST_RING_SPIN_US";
+    public static final String TRANSPORT = "JDIST_TRANSPORT";
+    public static final String SHM_BUFFER = "JDIST_SHM_BUFFER_KIB";
+    /** Default shared-memory buffer per direction and connection, in KiB (fits the L2 cache of one core). */
+    public static final long DEFAULT_SHM_BUFFER_KIB = 1024;
     /**
      * Default microseconds an operation polls its sockets (yielding the CPU between polls) before
      * sleeping in the selector: 50 on machines with 4 or more CPUs, where the poll answers a small
@@ -69,7 +85,10 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
         }
         String token = env.get(JOB_TOKEN);
         if (token != null && token.isEmpty()) token = null;
-        return Optional.of(new RingSettings(rank, hostfile, env.containsKey(VERBOSE), timeout, token, parseSpin(env.get(SPIN))));
+        Transport transport = parseTransport(env.get(TRANSPORT));
+        long shmLinkBytes = parseShmBufferKib(env.get(SHM_BUFFER)) * 1024;
+        return Optional.of(new RingSettings(rank, hostfile, env.containsKey(VERBOSE), timeout, token, parseSpin(env.get(SPIN)),
+                transport, shmLinkBytes));
     }
 
     static int parseRank(String text) {
@@ -95,6 +114,30 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
         }
         throw new ConfigException(SPIN + "=\"" + text + "\" is not a number of microseconds in 0..1000000 (0 = never poll, "
                 + "always sleep in the selector); unset it for the default of " + DEFAULT_SPIN_MICROS);
+    }
+
+    /** {@code JDIST_TRANSPORT}: unset or empty = tcp; otherwise {@code tcp} or {@code shm} (any case, spaces ignored). */
+    static Transport parseTransport(String text) {
+        if (text == null || text.isBlank()) return Transport.TCP;
+        String t = text.strip().toLowerCase(java.util.Locale.ROOT);
+        for (Transport tr : Transport.values()) if (tr.envValue().equals(t)) return tr;
+        throw new ConfigException(TRANSPORT + "=\"" + text + "\" is not a ring transport; allowed values: tcp (the default: "
+                + "the ring's TCP connections, MLX-compatible) or shm (shared memory, every rank on one host); unset it "
+                + "for tcp");
+    }
+
+    /** {@code JDIST_SHM_BUFFER_KIB}: a power of two in 4..8192; unset = {@value #DEFAULT_SHM_BUFFER_KIB}. */
+    static long parseShmBufferKib(String text) {
+        if (text == null || text.isBlank()) return DEFAULT_SHM_BUFFER_KIB;
+        try {
+            long v = Long.parseLong(text.strip());
+            if (v >= 4 && v <= 8192 && Long.bitCount(v) == 1) return v;
+        } catch (NumberFormatException ignored) {
+            // reported below
+        }
+        throw new ConfigException(SHM_BUFFER + "=\"" + text + "\" is not a shared-memory buffer size: it must be a power "
+                + "of two from 4 to 8192 (KiB per direction and connection); unset it for the default of "
+                + DEFAULT_SHM_BUFFER_KIB);
     }
 
     static Duration parseTimeout(String text) {

@@ -41,7 +41,8 @@ public final class RingCheckProgram {
             System.out.flush();
             System.exit(1);
         }
-        System.out.println("rank " + world.rank() + " of " + world.size() + ": OK");
+        String transport = world.impl() instanceof RingGroup rg ? rg.transportName() : "?";
+        System.out.println("rank " + world.rank() + " of " + world.size() + ": OK (transport " + transport + ")");
         System.out.flush();
         Distributed.reset();
         System.exit(0);
@@ -187,6 +188,10 @@ public final class RingCheckProgram {
         int wantRank = members.indexOf(r);
         if (sub.size() != members.size() || sub.rank() != wantRank) {
             errors.add("split: got rank " + sub.rank() + " of " + sub.size() + ", want " + wantRank + " of " + members.size());
+        }
+        if (sub.size() > 1 && sub.impl() instanceof RingGroup sr && g.impl() instanceof RingGroup pr
+                && !sr.transportName().equals(pr.transportName())) {
+            errors.add("split: the sub-group uses transport " + sr.transportName() + ", the parent " + pr.transportName());
         }
         Array s = sub.allSum(Array.fromDoubles(DType.INT32, new double[] {r, 1}, 2));
         double want = members.stream().mapToInt(Integer::intValue).sum();

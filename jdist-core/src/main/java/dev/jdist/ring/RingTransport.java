@@ -1,0 +1,43 @@
+package dev.jdist.ring;
+
+import dev.jdist.DType;
+import dev.jdist.ReduceOp;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+
+/**
+ * Moves the bytes of {@link RingSchedule} streams between a rank and its two ring neighbours: the
+ * transport half of the ring (the schedule is the algorithm half). {@link RingEngine} uses the TCP
+ * connections (MLX's wire); {@link ShmEngine} uses shared memory between ranks on one host.
+ */
+interface RingTransport extends AutoCloseable {
+
+    /** Throws when the group is broken (same kind as the first failure) or closed. */
+    void checkUsable(String opName);
+
+    /**
+     * Runs {@code streams} over {@code work} (reduction items combine with {@code op} as
+     * {@code dtype}); returns when every byte has been sent and received.
+     */
+    void run(String opName, List<RingSchedule.Stream> streams, MemorySegment work, ReduceOp op, DType dtype);
+
+    /**
+     * Like {@link #run}, for a reduction whose work buffer must start as a copy of {@code source}
+     * (all_sum/max/min's large path, sum_scatter). This default copies first; a transport may
+     * instead read {@code source} where the schedule touches each byte first, which saves a pass
+     * over memory. Valid for schedules where every stream's first send item and every reduce item
+     * touch bytes no earlier item of the stream wrote (true of {@link RingSchedule#allReduce}'s
+     * large path and {@link RingSchedule#sumScatter}).
+     */
+    default void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
+                               ReduceOp op, DType dtype) {
+        if (source.address() != work.address()) {
+            MemorySegment.copy(source, 0, work, 0, source.byteSize());
+        }
+        run(opName, streams, work, op, dtype);
+    }
+
+    @Override
+    void close();
+}

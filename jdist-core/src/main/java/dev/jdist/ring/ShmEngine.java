@@ -1,0 +1,491 @@
+package dev.jdist.ring;
+
+import dev.jdist.DType;
+import dev.jdist.DeadlineExceededException;
+import dev.jdist.DistributedException;
+import dev.jdist.PeerLostException;
+import dev.jdist.ReduceOp;
+import dev.jdist.reduce.Reducer;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+
+/**
+ * Moves the bytes of {@link RingSchedule} streams through shared memory ({@code JDIST_TRANSPORT=shm}):
+ * the same schedules as {@link RingEngine}, another transport. Every ring connection {@code left[j]}
+ * / {@code right[j]} has two {@link ShmLink}s, one per direction; a stream that TCP would send on
+ * {@code left[c]} writes into the outgoing link of {@code left[c]} and reads from the incoming link
+ * of {@code right[c]}, and so on, so the neighbour sees exactly the byte sequence TCP would carry.
+ *
+ * <p>The calling thread drives every stream of the operation: it copies what may be sent into the
+ * outgoing links and reduces (or copies) what arrived straight out of the incoming links into the
+ * work buffer — no intermediate copy — in bursts of {@link #burstBytes}, so a chunk it just
+ * reduced is usually still in the cache when it forwards it. For reductions whose work buffer starts
+ * as a copy of the input ({@link #runFromSource}), the input is read where the schedule first
+ * touches each byte instead of being copied up front. Nothing is allocated per operation: the stream
+ * states are reused.
+ *
+ * <p>Waiting: a short spin ({@link Thread#onSpinWait}), then {@link Thread#yield}, then
+ * {@link LockSupport#parkNanos} with sleeps growing to {@value #MAX_PARK_NANOS} ns — never an
+ * unbounded busy spin, so two ranks on two cores do not starve each other. The TCP connections stay
+ * open, unused, as liveness signals: while waiting, an EOF, reset or stray byte on a connection the
+ * operation depends on fails it with {@link PeerLostException} (after the last bytes that peer
+ * published were used); no progress for {@code JDIST_TIMEOUT} fails it with
+ * {@link DeadlineExceededException}. Either way the group is marked broken and every connection is
+ * closed, so the neighbours notice and the failure travels round the ring, as with TCP.
+ */
+final class ShmEngine implements RingTransport {
+
+    /** Bytes a stream moves per visit before the thread turns to the next stream. */
+    static volatile long burstBytes = 64 << 10;
+    private static final long SPIN_NANOS = 20_000;
+    private static final long YIELD_NANOS = 200_000;
+    private static final long FIRST_PARK_NANOS = 20_000;
+    private static final long MAX_PARK_NANOS = 1_000_000;
+
+    private final int rank;
+    private final Conn[] left;
+    private final Conn[] right;
+    private final Selector selector;
+    private final Arena arena;
+    private final long timeoutNanos;
+    private final String timeoutText;
+    private final RingLog log;
+    private final Run[] runs;
+    private final ByteBuffer probeBuffer = ByteBuffer.allocateDirect(256);
+    private final Consumer<SelectionKey> onReadable = this::probe;
+    private String currentOp = "";
+    private volatile DistributedException broken;
+    private volatile boolean closed;
+
+    /** A ring connection: its (idle) TCP socket for liveness and its two shared-memory links. */
+    static final class Conn {
+        final SocketChannel channel;
+        final SelectionKey key;
+        final String name;          // e.g. "left[0]"
+        final int peer;
+        final String address;
+        final ShmLink out;          // this rank writes
+        final ShmLink in;           // this rank reads
+        String deadWhy;             // what the liveness socket said, once it said it
+        Throwable deadCause;
+
+        Conn(SocketChannel channel, SelectionKey key, String name, int peer, String address, ShmLink out, ShmLink in) {
+            this.channel = channel;
+            this.key = key;
+            this.name = name;
+            this.peer = peer;
+            this.address = address;
+            this.out = out;
+            this.in = in;
+        }
+
+        String describe() {
+            return "rank " + peer + " (" + address + ", connection " + name + ", shared memory)";
+        }
+    }
+
+    /**
+     * Takes over {@code tcp}'s connections ({@link RingEngine#detach()} must have been called) with the
+     * given links; {@code arena} owns the mappings and is closed with this engine.
+     */
+    ShmEngine(RingEngine tcp, ShmLink[] leftOut, ShmLink[] leftIn, ShmLink[] rightOut, ShmLink[] rightIn, Arena arena,
+              long timeoutNanos, String timeoutText, RingLog log) throws IOException {
+        this.rank = tcp.rank();
+        this.arena = arena;
+        this.timeoutNanos = timeoutNanos;
+        this.timeoutText = timeoutText;
+        this.log = log;
+        int k = tcp.connections();
+        this.selector = Selector.open();
+        this.left = new Conn[k];
+        this.right = new Conn[k];
+        for (int j = 0; j < k; j++) {
+            left[j] = conn(tcp, true, j, tcp.leftRank(), leftOut[j], leftIn[j]);
+            right[j] = conn(tcp, false, j, tcp.rightRank(), rightOut[j], rightIn[j]);
+        }
+        this.runs = new Run[2 * k];
+        for (int i = 0; i < runs.length; i++) runs[i] = new Run();
+    }
+
+    private Conn conn(RingEngine tcp, boolean leftSide, int j, int peer, ShmLink out, ShmLink in) throws IOException {
+        SocketChannel ch = tcp.channel(leftSide, j);
+        ch.configureBlocking(false);
+        SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
+        Conn c = new Conn(ch, key, (leftSide ? "left[" : "right[") + j + "]", peer, tcp.address(leftSide, j), out, in);
+        key.attach(c);
+        return c;
+    }
+
+    int connections() { return left.length; }
+
+    @Override
+    public void checkUsable(String opName) {
+        DistributedException b = broken;
+        if (b != null) {
+            String msg = "rank " + rank + ": " + opName + " cannot run: the ring group broke earlier: " + b.getMessage();
+            if (b instanceof DeadlineExceededException) throw new DeadlineExceededException(msg, b);
+            throw new PeerLostException(msg, b);
+        }
+        if (closed) throw new IllegalStateException("rank " + rank + ": " + opName + " on a closed ring group");
+    }
+
+    @Override
+    public void run(String opName, List<RingSchedule.Stream> streams, MemorySegment work, ReduceOp op, DType dtype) {
+        execute(opName, streams, work, null, op, dtype);
+    }
+
+    @Override
+    public void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
+                              ReduceOp op, DType dtype) {
+        execute(opName, streams, work, source.address() == work.address() ? null : source, op, dtype);
+    }
+
+    private void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
+                         ReduceOp op, DType dtype) {
+        checkUsable(opName);
+        int m = streams.size();
+        if (m == 0) return;
+        if (m > runs.length) throw new IllegalStateException(m + " streams for " + runs.length + " stream slots");
+        currentOp = opName;
+        try {
+            for (int i = 0; i < m; i++) {
+                RingSchedule.Stream s = streams.get(i);
+                Conn sendConn = s.sendOnLeft() ? left[s.connection()] : right[s.connection()];
+                Conn recvConn = s.sendOnLeft() ? right[s.connection()] : left[s.connection()];
+                runs[i].reset(s, work, source, op, dtype, sendConn, recvConn);
+            }
+            for (int i = 0; i < m; i++) {
+                for (int j = 0; j < i; j++) {
+                    if (runs[i].sendConn != null && runs[i].sendConn == runs[j].sendConn) {
+                        throw new IllegalStateException("two streams send on " + runs[i].sendConn.name);
+                    }
+                    if (runs[i].recvConn != null && runs[i].recvConn == runs[j].recvConn) {
+                        throw new IllegalStateException("two streams receive on " + runs[i].recvConn.name);
+                    }
+                }
+            }
+            drive(opName, m);
+        } catch (DistributedException e) {
+            breakGroup(e);
+            throw e;
+        } catch (RuntimeException | Error e) {
+            PeerLostException lost = new PeerLostException("rank " + rank + ": " + opName + " failed unexpectedly ("
+                    + e + "); the ring's byte streams are out of step, so the group is closed", e);
+            breakGroup(lost);
+            throw e;
+        } finally {
+            for (int i = 0; i < m; i++) runs[i].clear();
+        }
+    }
+
+    private void drive(String opName, int m) {
+        long idleSince = 0;
+        long park = FIRST_PARK_NANOS;
+        int idle = 0;
+        boolean spinning = true;
+        try {
+            while (true) {
+                boolean progress = false;
+                boolean done = true;
+                for (int i = 0; i < m; i++) {
+                    Run r = runs[i];
+                    progress |= r.pumpSend();
+                    progress |= r.pumpRecv();
+                    done &= r.done();
+                }
+                if (done) return;
+                if (progress) {
+                    idle = 0;
+                    continue;
+                }
+                // Nothing moved in a whole pass. A neighbour seen gone in an earlier pass has had its
+                // last published bytes used by now, so if the operation still needs it, it is lost.
+                checkDependencies(m);
+                if (idle++ == 0) {
+                    idleSince = System.nanoTime();
+                    park = FIRST_PARK_NANOS;
+                    spinning = true;
+                    continue;
+                }
+                if (spinning) {
+                    Thread.onSpinWait();
+                    if ((idle & 63) == 0 && System.nanoTime() - idleSince >= SPIN_NANOS) spinning = false;
+                    continue;
+                }
+                long now = System.nanoTime();
+                pollLiveness();
+                if (now - idleSince > timeoutNanos) throw deadline(opName, m);
+                if (Thread.currentThread().isInterrupted()) {
+                    throw new PeerLostException("rank " + rank + ": " + opName + " was interrupted in the middle of the "
+                            + "operation; the ring's byte streams are now out of step, so the group is closed");
+                }
+                if (now - idleSince < SPIN_NANOS + YIELD_NANOS) {
+                    Thread.yield();
+                } else {
+                    LockSupport.parkNanos(park);
+                    park = Math.min(MAX_PARK_NANOS, park * 2);
+                }
+            }
+        } catch (IOException | ClosedSelectorException e) {
+            if (closed) throw new PeerLostException("rank " + rank + ": " + opName + " failed: the ring group was closed", e);
+            throw new PeerLostException("rank " + rank + ": " + opName + " failed: " + e, e);
+        }
+    }
+
+    /** Reads whatever the idle TCP connections report: EOF, reset or stray bytes mark the connection dead. */
+    private void pollLiveness() throws IOException {
+        selector.selectNow(onReadable);
+    }
+
+    private void probe(SelectionKey key) {
+        Conn c = (Conn) key.attachment();
+        if (c == null || c.deadWhy != null) return;
+        probeBuffer.clear();
+        try {
+            int n = c.channel.read(probeBuffer);
+            if (n < 0) {
+                c.deadWhy = "the peer closed its connection (EOF)";
+            } else if (n > 0) {
+                c.deadWhy = n + " unexpected byte(s) arrived on the connection, which carries nothing once shared memory "
+                        + "is set up (does every rank set the same JDIST_TRANSPORT?)";
+            }
+        } catch (IOException e) {
+            c.deadWhy = String.valueOf(e.getMessage());
+            c.deadCause = e;
+        }
+        if (c.deadWhy != null) {
+            log.log("connection " + c.name + " to rank " + c.peer + ": " + c.deadWhy);
+            key.interestOps(0);
+        }
+    }
+
+    private void checkDependencies(int m) {
+        for (int i = 0; i < m; i++) {
+            Run r = runs[i];
+            if (r.recvConn != null && !r.recvDone() && r.recvConn.deadWhy != null) {
+                throw lost(r.recvConn, "receiving", r.recvConn.deadWhy, r.recvConn.deadCause);
+            }
+            if (r.sendConn != null && !r.sendDone() && r.sendConn.deadWhy != null) {
+                throw lost(r.sendConn, "sending", r.sendConn.deadWhy, r.sendConn.deadCause);
+            }
+        }
+    }
+
+    private PeerLostException lost(Conn c, String direction, String why, Throwable cause) {
+        return new PeerLostException("rank " + rank + ": " + currentOp + " lost the connection to " + c.describe()
+                + " while " + direction + ": " + why + ". Rank "
+                + c.peer + " probably exited or crashed (or a rank further round the ring did, and its failure travelled "
+                + "here); check its output. The group is closed.", cause);
+    }
+
+    private DistributedException deadline(String opName, int m) {
+        List<String> waiting = new ArrayList<>();
+        for (int i = 0; i < m; i++) {
+            Run r = runs[i];
+            if (r.recvConn != null && !r.recvDone()) {
+                waiting.add("receiving " + r.recvRemaining() + " more byte(s) from " + r.recvConn.describe());
+            }
+            if (r.sendConn != null && !r.sendDone() && r.sendWaitsForSpace) {
+                waiting.add("sending " + r.sendRemaining() + " more byte(s) to " + r.sendConn.describe()
+                        + ", which stopped reading");
+            }
+        }
+        return new DeadlineExceededException("rank " + rank + ": " + opName + " made no progress for " + timeoutText
+                + " s (JDIST_TIMEOUT) while " + String.join("; ", waiting) + ". The peer may be hung, stopped, "
+                + "or running a different sequence of operations; raise JDIST_TIMEOUT if it is just slow. "
+                + "The group is closed.");
+    }
+
+    private void breakGroup(DistributedException e) {
+        if (broken == null) broken = e;
+        log.log("group broken: " + e.getMessage());
+        closeSockets();
+    }
+
+    private void closeSockets() {
+        for (Conn c : left) RingConnector.closeQuietly(c.channel);
+        for (Conn c : right) RingConnector.closeQuietly(c.channel);
+    }
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        closeSockets();
+        try {
+            selector.close();
+        } catch (IOException ignored) {
+            // best effort
+        }
+        try {
+            arena.close();
+        } catch (IllegalStateException ignored) {
+            // an operation on another thread still holds the mapping; it is unmapped when that ends
+        }
+    }
+
+    // ------------------------------------------------------------------ one stream of one operation
+
+    /** The progress of one {@link RingSchedule.Stream}; reused from operation to operation. */
+    private static final class Run {
+        List<RingSchedule.Item> sends;
+        List<RingSchedule.Item> recvs;
+        boolean chained;
+        MemorySegment work;
+        MemorySegment source;
+        ReduceOp op;
+        DType dtype;
+        int unit;
+        Conn sendConn;
+        Conn recvConn;
+        ShmLink out;
+        ShmLink in;
+        int sendIdx;
+        long sendPos;
+        int recvIdx;
+        long recvPos;
+        boolean sendWaitsForSpace;
+
+        void reset(RingSchedule.Stream s, MemorySegment work, MemorySegment source, ReduceOp op, DType dtype,
+                   Conn sendConn, Conn recvConn) {
+            this.sends = s.sends();
+            this.recvs = s.recvs();
+            this.chained = s.chained();
+            this.work = work;
+            this.source = source;
+            this.op = op;
+            this.dtype = dtype;
+            this.unit = dtype == null ? 1 : dtype.itemSize();
+            this.sendIdx = 0;
+            this.sendPos = 0;
+            this.recvIdx = 0;
+            this.recvPos = 0;
+            this.sendWaitsForSpace = false;
+            boolean sendsBytes = false;
+            for (int i = 0, m = sends.size(); i < m && !sendsBytes; i++) sendsBytes = sends.get(i).length() > 0;
+            boolean recvsBytes = false;
+            for (int i = 0, m = recvs.size(); i < m && !recvsBytes; i++) recvsBytes = recvs.get(i).length() > 0;
+            this.sendConn = sendsBytes ? sendConn : null;
+            this.recvConn = recvsBytes ? recvConn : null;
+            this.out = sendsBytes ? sendConn.out : null;
+            this.in = recvsBytes ? recvConn.in : null;
+            if (!sendsBytes) sendIdx = sends.size();
+            if (!recvsBytes) recvIdx = recvs.size();
+            // both sides of a link align at the start of every operation that moves bytes on it
+            if (out != null) out.alignProducer();
+            if (in != null) in.alignConsumer();
+        }
+
+        void clear() {
+            sends = null;
+            recvs = null;
+            work = null;
+            source = null;
+            sendConn = null;
+            recvConn = null;
+            out = null;
+            in = null;
+        }
+
+        boolean sendDone() { return sendIdx >= sends.size(); }
+
+        boolean recvDone() { return recvIdx >= recvs.size(); }
+
+        boolean done() { return sendDone() && recvDone(); }
+
+        long sendRemaining() {
+            long rem = 0;
+            for (int i = sendIdx; i < sends.size(); i++) rem += sends.get(i).length();
+            return rem - sendPos;
+        }
+
+        long recvRemaining() {
+            long rem = 0;
+            for (int i = recvIdx; i < recvs.size(); i++) rem += recvs.get(i).length();
+            return rem - recvPos;
+        }
+
+        /** How many bytes of send item i may go out (it forwards received item i-1). */
+        private long sendable(int i, long len) {
+            if (!chained || i == 0) return len;
+            if (recvIdx > i - 1) return len;
+            if (recvIdx == i - 1) return recvPos;
+            return 0;
+        }
+
+        boolean pumpSend() {
+            sendWaitsForSpace = false;
+            long budget = burstBytes;
+            boolean progress = false;
+            while (sendIdx < sends.size()) {
+                RingSchedule.Item item = sends.get(sendIdx);
+                long len = item.length();
+                if (sendPos >= len) {
+                    sendIdx++;
+                    sendPos = 0;
+                    continue;
+                }
+                long want = Math.min(budget, sendable(sendIdx, len) - sendPos);
+                if (want <= 0) return progress;
+                long n = Math.min(want, out.writable(want));
+                if (unit > 1) n -= n % unit;
+                if (n <= 0) {
+                    sendWaitsForSpace = true;
+                    return progress;
+                }
+                // the first item of a stream is untouched input: read it from the source when there is one
+                MemorySegment from = source != null && sendIdx == 0 ? source : work;
+                out.write(from, item.offset() + sendPos, n);
+                sendPos += n;
+                progress = true;
+                budget -= n;
+                if (budget <= 0) return true;
+            }
+            return progress;
+        }
+
+        boolean pumpRecv() {
+            long budget = burstBytes;
+            boolean progress = false;
+            while (recvIdx < recvs.size()) {
+                RingSchedule.Item item = recvs.get(recvIdx);
+                long len = item.length();
+                if (recvPos >= len) {
+                    recvIdx++;
+                    recvPos = 0;
+                    continue;
+                }
+                long want = Math.min(budget, len - recvPos);
+                long n = Math.min(want, in.readable(want));
+                if (n <= 0) return progress;
+                long dst = item.offset() + recvPos;
+                if (item.reduce()) {
+                    n = Math.min(n, in.contiguous());
+                    n -= n % unit;
+                    if (n <= 0) return progress;   // cannot happen: positions stay element-aligned
+                    if (source != null) MemorySegment.copy(source, dst, work, dst, n);
+                    Reducer.reduce(op, dtype, work, dst, in.data(), in.readOffset(), n / unit);
+                    in.release(n);
+                } else {
+                    in.read(work, dst, n);
+                }
+                recvPos += n;
+                progress = true;
+                budget -= n;
+                if (budget <= 0) return true;
+            }
+            return progress;
+        }
+    }
+}
