@@ -17,7 +17,6 @@ import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 /**
@@ -35,12 +34,15 @@ import java.util.function.Consumer;
  * touches each byte instead of being copied up front. Nothing is allocated per operation: the stream
  * states are reused.
  *
- * <p>Waiting: a short spin ({@link Thread#onSpinWait}), then {@link Thread#yield}, then
- * {@link LockSupport#parkNanos} with sleeps growing to {@value #MAX_PARK_NANOS} ns — never an
- * unbounded busy spin, so two ranks on two cores do not starve each other. The TCP connections stay
- * open, unused, as liveness signals: while waiting, an EOF, reset or stray byte on a connection the
- * operation depends on fails it with {@link PeerLostException} (after the last bytes that peer
- * published were used); no progress for {@code JDIST_TIMEOUT} fails it with
+ * <p>Waiting: a short spin ({@link Thread#onSpinWait}, ~{@value #SPIN_NANOS} ns), then
+ * {@link Thread#yield} (~{@value #YIELD_NANOS} ns), then sleep: the waiter raises the sleeping flag
+ * of every link it waits on, re-checks them, and sleeps in {@code select} on the ring's TCP
+ * connections; the neighbour that next publishes on such a link sees the flag and writes one
+ * doorbell byte on the connection (see {@link ShmLink}), which wakes it like a TCP receive would.
+ * Never an unbounded busy spin, so two ranks on two cores do not starve each other. The TCP
+ * connections are otherwise unused and serve as liveness signals: while waiting, an EOF or reset on a
+ * connection the operation depends on fails it with {@link PeerLostException} (after the last bytes
+ * that peer published were used); no progress for {@code JDIST_TIMEOUT} fails it with
  * {@link DeadlineExceededException}. Either way the group is marked broken and every connection is
  * closed, so the neighbours notice and the failure travels round the ring, as with TCP.
  */
@@ -49,9 +51,9 @@ final class ShmEngine implements RingTransport {
     /** Bytes a stream moves per visit before the thread turns to the next stream. */
     static volatile long burstBytes = 64 << 10;
     private static final long SPIN_NANOS = 20_000;
-    private static final long YIELD_NANOS = 200_000;
-    private static final long FIRST_PARK_NANOS = 20_000;
-    private static final long MAX_PARK_NANOS = 1_000_000;
+    private static final long YIELD_NANOS = 100_000;
+    /** Longest sleep between checks of the deadline when no doorbell or EOF comes. */
+    private static final long MAX_SLEEP_MILLIS = 100;
 
     private final int rank;
     private final Conn[] left;
@@ -79,6 +81,7 @@ final class ShmEngine implements RingTransport {
         final ShmLink in;           // this rank reads
         String deadWhy;             // what the liveness socket said, once it said it
         Throwable deadCause;
+        private final ByteBuffer bell = ByteBuffer.allocateDirect(1);
 
         Conn(SocketChannel channel, SelectionKey key, String name, int peer, String address, ShmLink out, ShmLink in) {
             this.channel = channel;
@@ -92,6 +95,18 @@ final class ShmEngine implements RingTransport {
 
         String describe() {
             return "rank " + peer + " (" + address + ", connection " + name + ", shared memory)";
+        }
+
+        /** Wakes the peer, asleep waiting on one of this connection's links: one doorbell byte. */
+        void ring() {
+            if (deadWhy != null) return;
+            bell.clear();
+            try {
+                channel.write(bell);   // 0 = the peer's receive buffer is full of doorbells already: it is awake
+            } catch (IOException e) {
+                deadWhy = String.valueOf(e.getMessage());
+                deadCause = e;
+            }
         }
     }
 
@@ -191,7 +206,6 @@ final class ShmEngine implements RingTransport {
 
     private void drive(String opName, int m) {
         long idleSince = 0;
-        long park = FIRST_PARK_NANOS;
         int idle = 0;
         boolean spinning = true;
         try {
@@ -214,7 +228,6 @@ final class ShmEngine implements RingTransport {
                 checkDependencies(m);
                 if (idle++ == 0) {
                     idleSince = System.nanoTime();
-                    park = FIRST_PARK_NANOS;
                     spinning = true;
                     continue;
                 }
@@ -224,22 +237,59 @@ final class ShmEngine implements RingTransport {
                     continue;
                 }
                 long now = System.nanoTime();
-                pollLiveness();
-                if (now - idleSince > timeoutNanos) throw deadline(opName, m);
+                long waited = now - idleSince;
+                if (waited > timeoutNanos) throw deadline(opName, m);
                 if (Thread.currentThread().isInterrupted()) {
                     throw new PeerLostException("rank " + rank + ": " + opName + " was interrupted in the middle of the "
                             + "operation; the ring's byte streams are now out of step, so the group is closed");
                 }
-                if (now - idleSince < SPIN_NANOS + YIELD_NANOS) {
+                if (waited < SPIN_NANOS + YIELD_NANOS) {
+                    pollLiveness();
                     Thread.yield();
                 } else {
-                    LockSupport.parkNanos(park);
-                    park = Math.min(MAX_PARK_NANOS, park * 2);
+                    sleep(m, timeoutNanos - waited);
                 }
             }
         } catch (IOException | ClosedSelectorException e) {
             if (closed) throw new PeerLostException("rank " + rank + ": " + opName + " failed: the ring group was closed", e);
             throw new PeerLostException("rank " + rank + ": " + opName + " failed: " + e, e);
+        }
+    }
+
+    /**
+     * Raises the sleeping flag of every link the operation waits on, and unless one of them moved
+     * meanwhile, sleeps in {@code select} until a doorbell, an EOF or {@code maxNanos} (at most
+     * {@value #MAX_SLEEP_MILLIS} ms); lowers the flags again.
+     */
+    private void sleep(int m, long maxNanos) throws IOException {
+        boolean ready = false;
+        for (int i = 0; i < m; i++) {
+            Run r = runs[i];
+            if (r.in != null && !r.recvDone()) {
+                r.in.consumerSleeps(true);
+                r.inArmed = true;
+                ready |= r.in.readable(1) > 0;
+            }
+            if (r.out != null && !r.sendDone() && r.sendWaitsForSpace) {
+                r.out.producerSleeps(true);
+                r.outArmed = true;
+                ready |= r.out.writable(1) > 0;
+            }
+        }
+        if (!ready) {
+            long ms = Math.max(1, Math.min(MAX_SLEEP_MILLIS, (maxNanos + 999_999) / 1_000_000));
+            selector.select(onReadable, ms);
+        }
+        for (int i = 0; i < m; i++) {
+            Run r = runs[i];
+            if (r.inArmed) {
+                r.in.consumerSleeps(false);
+                r.inArmed = false;
+            }
+            if (r.outArmed) {
+                r.out.producerSleeps(false);
+                r.outArmed = false;
+            }
         }
     }
 
@@ -254,12 +304,8 @@ final class ShmEngine implements RingTransport {
         probeBuffer.clear();
         try {
             int n = c.channel.read(probeBuffer);
-            if (n < 0) {
-                c.deadWhy = "the peer closed its connection (EOF)";
-            } else if (n > 0) {
-                c.deadWhy = n + " unexpected byte(s) arrived on the connection, which carries nothing once shared memory "
-                        + "is set up (does every rank set the same JDIST_TRANSPORT?)";
-            }
+            if (n < 0) c.deadWhy = "the peer closed its connection (EOF)";
+            // n > 0: doorbell bytes, read and forgotten
         } catch (IOException e) {
             c.deadWhy = String.valueOf(e.getMessage());
             c.deadCause = e;
@@ -356,6 +402,8 @@ final class ShmEngine implements RingTransport {
         int recvIdx;
         long recvPos;
         boolean sendWaitsForSpace;
+        boolean inArmed;
+        boolean outArmed;
 
         void reset(RingSchedule.Stream s, MemorySegment work, MemorySegment source, ReduceOp op, DType dtype,
                    Conn sendConn, Conn recvConn) {
@@ -447,6 +495,7 @@ final class ShmEngine implements RingTransport {
                 // the first item of a stream is untouched input: read it from the source when there is one
                 MemorySegment from = source != null && sendIdx == 0 ? source : work;
                 out.write(from, item.offset() + sendPos, n);
+                if (out.claimSleepingConsumer()) sendConn.ring();
                 sendPos += n;
                 progress = true;
                 budget -= n;
@@ -480,6 +529,7 @@ final class ShmEngine implements RingTransport {
                 } else {
                     in.read(work, dst, n);
                 }
+                if (in.claimSleepingProducer()) recvConn.ring();
                 recvPos += n;
                 progress = true;
                 budget -= n;

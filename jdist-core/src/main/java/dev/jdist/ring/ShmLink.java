@@ -19,10 +19,19 @@ import java.lang.invoke.VarHandle;
  * ring engine reduces straight out of them), then publishes {@code tail} with a release store, which
  * the producer reads with an acquire load before it reuses the space. Each side caches the other's
  * counter and re-reads it only when the cached value does not allow what it wants to do.
+ *
+ * <p>Sleeping: a side that has waited a while sets its flag ({@code consumerSleeping} at
+ * {@value #CONSUMER_SLEEPING}, {@code producerSleeping} at {@value #PRODUCER_SLEEPING}) with a volatile
+ * store, re-checks the ring, and sleeps until a doorbell byte arrives on the ring connection. The
+ * other side publishes {@code head}/{@code tail} with a volatile store and then looks at the flag
+ * ({@link #claimSleepingConsumer()}, {@link #claimSleepingProducer()}): with a full fence on both
+ * sides, either the sleeper sees the new counter or the publisher sees the flag and rings.
  */
 final class ShmLink {
     static final long HEAD = 0;
     static final long TAIL = 128;
+    static final long CONSUMER_SLEEPING = 256;
+    static final long PRODUCER_SLEEPING = 384;
     static final long DATA = 4096;
     /** Positions are rounded up to this at the start of an operation, so no element straddles the wrap. */
     static final long ALIGN = 64;
@@ -94,8 +103,17 @@ final class ShmLink {
         MemorySegment.copy(src, srcOffset, data, p, first);
         if (first < n) MemorySegment.copy(src, srcOffset + first, data, 0, n - first);
         head += n;
-        LONG.setRelease(region, HEAD, head);
+        LONG.setVolatile(region, HEAD, head);   // volatile, not just release: ordered before the flag check
     }
+
+    /** Producer, after {@link #write}: true (once) when the consumer is asleep and must be rung. */
+    boolean claimSleepingConsumer() {
+        return (long) LONG.getVolatile(region, CONSUMER_SLEEPING) != 0
+                && LONG.compareAndSet(region, CONSUMER_SLEEPING, 1L, 0L);
+    }
+
+    /** Producer, before sleeping for space: raises its flag; then re-check {@link #writable}. */
+    void producerSleeps(boolean sleeping) { LONG.setVolatile(region, PRODUCER_SLEEPING, sleeping ? 1L : 0L); }
 
     /** Producer: bytes written but not yet released by the consumer (as far as this side knows). */
     long unconsumed() {
@@ -130,8 +148,17 @@ final class ShmLink {
     /** Consumer: marks {@code n} bytes as used, giving their space back to the producer. */
     void release(long n) {
         tail += n;
-        LONG.setRelease(region, TAIL, tail);
+        LONG.setVolatile(region, TAIL, tail);   // volatile, not just release: ordered before the flag check
     }
+
+    /** Consumer, after {@link #release}: true (once) when the producer is asleep and must be rung. */
+    boolean claimSleepingProducer() {
+        return (long) LONG.getVolatile(region, PRODUCER_SLEEPING) != 0
+                && LONG.compareAndSet(region, PRODUCER_SLEEPING, 1L, 0L);
+    }
+
+    /** Consumer, before sleeping for data: raises its flag; then re-check {@link #readable}. */
+    void consumerSleeps(boolean sleeping) { LONG.setVolatile(region, CONSUMER_SLEEPING, sleeping ? 1L : 0L); }
 
     /** Consumer: copies {@code n <= readable()} bytes out (handling the wrap) and releases them. */
     void read(MemorySegment dst, long dstOffset, long n) {
