@@ -1,6 +1,5 @@
 package dev.jdist;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -11,8 +10,10 @@ import java.util.Objects;
  * An n-dimensional array: a dtype, a row-major shape and a contiguous little-endian byte image in a
  * native {@link MemorySegment}. Collectives read and write that segment directly (zero copy).
  *
- * <p>Arrays made by the factories live in automatically managed memory ({@link Arena#ofAuto()});
- * {@link #wrap} views memory the caller owns.
+ * <p>Arrays made by the factories live in automatically managed native memory: it is released (or,
+ * from 1 MiB up, returned to jdist's array cache for reuse) once neither the array nor any segment
+ * derived from it is reachable. See "Array memory" in the README. {@link #wrap} views memory the
+ * caller owns.
  */
 public final class Array {
 
@@ -42,9 +43,20 @@ public final class Array {
 
     /** A new zero-filled array. */
     public static Array zeros(DType dtype, int... shape) {
-        long bytes = elementCount(shape) * dtype.itemSize();
-        // 64-byte alignment: whole cache lines and vector-friendly for the reduction kernels.
-        return new Array(dtype, shape, Arena.ofAuto().allocate(bytes, 64));
+        // 64-byte alignment (ArrayMemory): whole cache lines and vector-friendly for the reduction kernels.
+        return new Array(dtype, shape, ArrayMemory.shared().allocate(byteCount(dtype, shape), true));
+    }
+
+    /**
+     * Internal: a new array whose contents are unspecified, for outputs the caller overwrites
+     * completely (collective outputs, copies). Skips the zero fill of a reused cache block.
+     */
+    static Array uninitialized(DType dtype, int... shape) {
+        return new Array(dtype, shape, ArrayMemory.shared().allocate(byteCount(dtype, shape), false));
+    }
+
+    private static long byteCount(DType dtype, int[] shape) {
+        return Math.multiplyExact(elementCount(shape), (long) dtype.itemSize());
     }
 
     /** A new array whose every element is one. */
@@ -78,7 +90,7 @@ public final class Array {
 
     /** Copies raw little-endian element bytes (MLX's element encoding) into a new array. */
     public static Array fromBytes(DType dtype, byte[] littleEndian, int... shape) {
-        Array a = zeros(dtype, shape);
+        Array a = uninitialized(dtype, shape);
         if (littleEndian.length != a.nbytes()) {
             throw new IllegalArgumentException("got " + littleEndian.length + " bytes but shape "
                     + Arrays.toString(shape) + " of " + dtype + " needs " + a.nbytes());
@@ -112,28 +124,28 @@ public final class Array {
     }
 
     public static Array fromFloats(float[] values, int... shape) {
-        Array a = zeros(DType.FLOAT32, shape);
+        Array a = uninitialized(DType.FLOAT32, shape);
         checkLength(values.length, a);
         MemorySegment.copy(values, 0, a.data, F32, 0, values.length);
         return a;
     }
 
     public static Array fromDoubles(double[] values, int... shape) {
-        Array a = zeros(DType.FLOAT64, shape);
+        Array a = uninitialized(DType.FLOAT64, shape);
         checkLength(values.length, a);
         MemorySegment.copy(values, 0, a.data, F64, 0, values.length);
         return a;
     }
 
     public static Array fromInts(int[] values, int... shape) {
-        Array a = zeros(DType.INT32, shape);
+        Array a = uninitialized(DType.INT32, shape);
         checkLength(values.length, a);
         MemorySegment.copy(values, 0, a.data, I32, 0, values.length);
         return a;
     }
 
     public static Array fromLongs(long[] values, int... shape) {
-        Array a = zeros(DType.INT64, shape);
+        Array a = uninitialized(DType.INT64, shape);
         checkLength(values.length, a);
         MemorySegment.copy(values, 0, a.data, I64, 0, values.length);
         return a;
@@ -155,7 +167,7 @@ public final class Array {
         if (dtype.itemSize() != 2) {
             throw new IllegalArgumentException("fromShortBits needs a 2-byte dtype (int16, uint16, float16, bfloat16), got " + dtype);
         }
-        Array a = zeros(dtype, shape);
+        Array a = uninitialized(dtype, shape);
         checkLength(bits.length, a);
         MemorySegment.copy(bits, 0, a.data, I16, 0, bits.length);
         return a;
@@ -163,7 +175,7 @@ public final class Array {
 
     /** A complex64 array from interleaved (real, imaginary) pairs. */
     public static Array fromComplex(float[] interleaved, int... shape) {
-        Array a = zeros(DType.COMPLEX64, shape);
+        Array a = uninitialized(DType.COMPLEX64, shape);
         if (interleaved.length != 2 * a.size) {
             throw new IllegalArgumentException(interleaved.length + " floats do not fill complex64 shape "
                     + Arrays.toString(shape) + " (needs 2 per element: " + 2 * a.size + ")");
@@ -230,7 +242,7 @@ public final class Array {
 
     /** A deep copy in fresh memory. */
     public Array copy() {
-        Array c = zeros(dtype, shape);
+        Array c = uninitialized(dtype, shape);
         MemorySegment.copy(data, 0, c.data, 0, data.byteSize());
         return c;
     }

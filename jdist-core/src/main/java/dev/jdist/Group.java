@@ -67,7 +67,7 @@ public final class Group implements AutoCloseable {
     }
 
     private Array doAllReduceNow(Array x, ReduceOp op) {
-        Array out = Array.zerosLike(x);
+        Array out = Array.uninitialized(x.dtype(), x.shape());   // the backend writes every byte
         impl.allReduce(x, out, op);
         return out;
     }
@@ -89,7 +89,7 @@ public final class Group implements AutoCloseable {
             outShape = shape.clone();
             outShape[0] = Math.multiplyExact(shape[0], size());
         }
-        Array out = Array.zeros(x.dtype(), outShape);
+        Array out = Array.uninitialized(x.dtype(), outShape);
         impl.allGather(x, out);
         return out;
     }
@@ -123,7 +123,7 @@ public final class Group implements AutoCloseable {
     private Array doSumScatterNow(Array x) {
         int[] outShape = x.shape();
         outShape[0] /= size();
-        Array out = Array.zeros(x.dtype(), outShape);
+        Array out = Array.uninitialized(x.dtype(), outShape);
         impl.sumScatter(x, out);
         return out;
     }
@@ -210,7 +210,7 @@ public final class Group implements AutoCloseable {
     }
 
     private Array doRecvNow(int[] shape, DType dtype, int src) {
-        Array out = Array.zeros(dtype, shape);
+        Array out = Array.uninitialized(dtype, shape);
         impl.recv(out, src);
         return out;
     }

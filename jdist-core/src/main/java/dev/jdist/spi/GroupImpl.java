@@ -7,6 +7,10 @@ import dev.jdist.ReduceOp;
  * What every backend implements. {@link dev.jdist.Group} validates arguments, allocates outputs,
  * handles size-1 groups and serialises calls, so implementations see only well-formed requests,
  * one at a time, on groups of size ≥ 2.
+ *
+ * <p>Outputs ({@code out} of allReduce, allGather, sumScatter and recv) may hold stale bytes on entry
+ * ({@link dev.jdist.Group} allocates them without zero-filling): an implementation must write every
+ * byte of {@code out} or throw.
  */
 public interface GroupImpl extends AutoCloseable {
 
