@@ -26,8 +26,8 @@ class ArrayCacheRingTest {
     Path dir;
 
     @ParameterizedTest
-    @CsvSource({"2,1", "2,2", "3,1"})
-    void outOfPlaceCollectivesOverwriteDirtyCachedOutputs(int n, int k) throws Exception {
+    @CsvSource({"2,1,tcp", "2,2,tcp", "3,1,tcp", "2,1,shm", "3,1,shm"})
+    void outOfPlaceCollectivesOverwriteDirtyCachedOutputs(int n, int k, String transport) throws Exception {
         int chunk = 300_000;                                  // 1.2 MB per rank's chunk: every output is large
         int e = chunk * n;
         ArrayMemory memory = ArrayMemory.shared();
@@ -42,7 +42,7 @@ class ArrayCacheRingTest {
         if (memory.caching()) ArrayMemoryTest.gcUntil(() -> memory.stats().cachedBlocks() >= expected, "dirty blocks cached");
 
         Path hf = RingTestSupport.hostfile(dir, n, k);
-        List<String> failures = RingTestSupport.onEveryRank(hf, n, Map.of(), impl -> {
+        List<String> failures = RingTestSupport.onEveryRank(hf, n, Map.of("JDIST_TRANSPORT", transport), impl -> {
             StringBuilder bad = new StringBuilder();
             try (Group g = new Group(impl, new OperationQueue("ring rank " + impl.rank()))) {
                 int r = g.rank();
