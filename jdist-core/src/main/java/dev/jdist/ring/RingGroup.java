@@ -225,12 +225,10 @@ public final class RingGroup implements GroupImpl {
         for (long lo = 0; lo < chunk; lo += pieceElements) {
             long m = Math.min(pieceElements, chunk - lo);
             MemorySegment work = sumScatterWork((long) size * m * s);
-            for (int c = 0; c < size; c++) {
-                MemorySegment.copy(in.segment(), (c * chunk + lo) * s, work, c * m * s, m * s);
-            }
             List<RingSchedule.Stream> streams = lastSumScatter.matches(m, s) ? lastSumScatter.streams
                     : lastSumScatter.remember(m, s, RingSchedule.sumScatter(rank, size, k, m, s));
-            engine.run("sum_scatter", streams, work, ReduceOp.SUM, dtype);
+            // work block c = piece [lo, lo+m) of chunk c: copied first (tcp) or read where first needed (shm)
+            engine.runFromSource("sum_scatter", streams, work, in.segment(), m * s, chunk * s, lo * s, ReduceOp.SUM, dtype);
             MemorySegment.copy(work, rank * m * s, out.segment(), lo * s, m * s);
         }
     }

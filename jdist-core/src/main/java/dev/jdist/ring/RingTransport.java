@@ -24,16 +24,32 @@ interface RingTransport extends AutoCloseable {
 
     /**
      * Like {@link #run}, for a reduction whose work buffer must start as a copy of {@code source}
-     * (all_sum/max/min's large path, sum_scatter). This default copies first; a transport may
-     * instead read {@code source} where the schedule touches each byte first, which saves a pass
-     * over memory. Valid for schedules where every stream's first send item and every reduce item
-     * touch bytes no earlier item of the stream wrote (true of {@link RingSchedule#allReduce}'s
-     * large path and {@link RingSchedule#sumScatter}).
+     * (all_sum/max/min's large path). Same as {@link #runFromSource(String, List, MemorySegment,
+     * MemorySegment, long, long, long, ReduceOp, DType)} with one block.
      */
     default void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
                                ReduceOp op, DType dtype) {
-        if (source.address() != work.address()) {
-            MemorySegment.copy(source, 0, work, 0, source.byteSize());
+        runFromSource(opName, streams, work, source, work.byteSize(), 0, 0, op, dtype);
+    }
+
+    /**
+     * Like {@link #run}, for a reduction whose work buffer must start as a copy of parts of
+     * {@code source}: work block c ({@code blockBytes} long, at {@code c * blockBytes}) holds source
+     * bytes {@code [sourceOffset + c * sourceStride, ... + blockBytes)} (sum_scatter's pieces: the same
+     * element range of every rank's chunk). This default copies first; a transport may instead read
+     * {@code source} where the schedule first touches each byte, which saves a pass over memory. Valid
+     * for schedules where every stream's first send item and every reduce item touch bytes no earlier
+     * item of the stream wrote, and no item crosses a block boundary (true of
+     * {@link RingSchedule#allReduce}'s large path and {@link RingSchedule#sumScatter}).
+     */
+    default void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
+                               long blockBytes, long sourceStride, long sourceOffset, ReduceOp op, DType dtype) {
+        boolean same = source.address() + sourceOffset == work.address()
+                && (sourceStride == blockBytes || blockBytes >= work.byteSize());
+        if (blockBytes > 0 && !same) {
+            for (long c = 0; c * blockBytes < work.byteSize(); c++) {
+                MemorySegment.copy(source, sourceOffset + c * sourceStride, work, c * blockBytes, blockBytes);
+            }
         }
         run(opName, streams, work, op, dtype);
     }

@@ -157,17 +157,23 @@ final class ShmEngine implements RingTransport {
 
     @Override
     public void run(String opName, List<RingSchedule.Stream> streams, MemorySegment work, ReduceOp op, DType dtype) {
-        execute(opName, streams, work, null, op, dtype);
+        execute(opName, streams, work, null, 1, 0, 0, op, dtype);
     }
 
     @Override
     public void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                              ReduceOp op, DType dtype) {
-        execute(opName, streams, work, source.address() == work.address() ? null : source, op, dtype);
+                              long blockBytes, long sourceStride, long sourceOffset, ReduceOp op, DType dtype) {
+        boolean same = source.address() + sourceOffset == work.address() && (sourceStride == blockBytes
+                || blockBytes >= work.byteSize());
+        if (same || blockBytes <= 0) {
+            execute(opName, streams, work, null, 1, 0, 0, op, dtype);
+            return;
+        }
+        execute(opName, streams, work, source, blockBytes, sourceStride, sourceOffset, op, dtype);
     }
 
     private void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                         ReduceOp op, DType dtype) {
+                         long block, long stride, long base, ReduceOp op, DType dtype) {
         checkUsable(opName);
         int m = streams.size();
         if (m == 0) return;
@@ -178,7 +184,7 @@ final class ShmEngine implements RingTransport {
                 RingSchedule.Stream s = streams.get(i);
                 Conn sendConn = s.sendOnLeft() ? left[s.connection()] : right[s.connection()];
                 Conn recvConn = s.sendOnLeft() ? right[s.connection()] : left[s.connection()];
-                runs[i].reset(s, work, source, op, dtype, sendConn, recvConn);
+                runs[i].reset(s, work, source, block, stride, base, op, dtype, sendConn, recvConn);
             }
             for (int i = 0; i < m; i++) {
                 for (int j = 0; j < i; j++) {
@@ -390,6 +396,9 @@ final class ShmEngine implements RingTransport {
         boolean chained;
         MemorySegment work;
         MemorySegment source;
+        long srcBlock;
+        long srcStride;
+        long srcBase;
         ReduceOp op;
         DType dtype;
         int unit;
@@ -405,8 +414,11 @@ final class ShmEngine implements RingTransport {
         boolean inArmed;
         boolean outArmed;
 
-        void reset(RingSchedule.Stream s, MemorySegment work, MemorySegment source, ReduceOp op, DType dtype,
-                   Conn sendConn, Conn recvConn) {
+        void reset(RingSchedule.Stream s, MemorySegment work, MemorySegment source, long block, long stride, long base,
+                   ReduceOp op, DType dtype, Conn sendConn, Conn recvConn) {
+            this.srcBlock = block;
+            this.srcStride = stride;
+            this.srcBase = base;
             this.sends = s.sends();
             this.recvs = s.recvs();
             this.chained = s.chained();
@@ -445,6 +457,9 @@ final class ShmEngine implements RingTransport {
             out = null;
             in = null;
         }
+
+        /** Where the bytes at work offset x start out in the source (items never cross a block). */
+        private long src(long x) { return srcBase + (x / srcBlock) * srcStride + x % srcBlock; }
 
         boolean sendDone() { return sendIdx >= sends.size(); }
 
@@ -493,8 +508,11 @@ final class ShmEngine implements RingTransport {
                     return progress;
                 }
                 // the first item of a stream is untouched input: read it from the source when there is one
-                MemorySegment from = source != null && sendIdx == 0 ? source : work;
-                out.write(from, item.offset() + sendPos, n);
+                if (source != null && sendIdx == 0) {
+                    out.write(source, src(item.offset() + sendPos), n);
+                } else {
+                    out.write(work, item.offset() + sendPos, n);
+                }
                 if (out.claimSleepingConsumer()) sendConn.ring();
                 sendPos += n;
                 progress = true;
@@ -523,7 +541,7 @@ final class ShmEngine implements RingTransport {
                     n = Math.min(n, in.contiguous());
                     n -= n % unit;
                     if (n <= 0) return progress;   // cannot happen: positions stay element-aligned
-                    if (source != null) MemorySegment.copy(source, dst, work, dst, n);
+                    if (source != null) MemorySegment.copy(source, src(dst), work, dst, n);
                     Reducer.reduce(op, dtype, work, dst, in.data(), in.readOffset(), n / unit);
                     in.release(n);
                 } else {
