@@ -34,8 +34,8 @@ import java.util.function.Consumer;
  * touches each byte instead of being copied up front. Nothing is allocated per operation: the stream
  * states are reused.
  *
- * <p>Waiting: a short spin ({@link Thread#onSpinWait}, ~{@value #SPIN_NANOS} ns), then
- * {@link Thread#yield} (~{@value #YIELD_NANOS} ns), then sleep: the waiter raises the sleeping flag
+ * <p>Waiting: a short spin ({@link Thread#onSpinWait}, ~2 µs), then {@link Thread#yield} (~1 ms,
+ * checking the connections now and then), then sleep: the waiter raises the sleeping flag
  * of every link it waits on, re-checks them, and sleeps in {@code select} on the ring's TCP
  * connections; the neighbour that next publishes on such a link sees the flag and writes one
  * doorbell byte on the connection (see {@link ShmLink}), which wakes it like a TCP receive would.
@@ -50,8 +50,18 @@ final class ShmEngine implements RingTransport {
 
     /** Bytes a stream moves per visit before the thread turns to the next stream. */
     static volatile long burstBytes = 64 << 10;
-    private static final long SPIN_NANOS = 20_000;
-    private static final long YIELD_NANOS = 100_000;
+    /**
+     * Pure spinning is kept short: when the scheduler has put both ranks on one core, a spinning waiter
+     * only delays the peer it waits for; {@link Thread#yield} lets it run at once, and costs little
+     * when the peer runs on another core.
+     */
+    static volatile long spinNanos = Long.getLong("jdist.shm.spinNanos", 2_000);
+    /**
+     * Yielding lasts long enough that a rank does not fall asleep in the middle of a transfer: a sleeper
+     * is woken by a socket write, and Linux then tends to move it onto the waker's core, where the two
+     * ranks would keep taking turns instead of running side by side.
+     */
+    static volatile long yieldNanos = Long.getLong("jdist.shm.yieldNanos", 1_000_000);
     /** Longest sleep between checks of the deadline when no doorbell or EOF comes. */
     private static final long MAX_SLEEP_MILLIS = 100;
 
@@ -239,7 +249,7 @@ final class ShmEngine implements RingTransport {
                 }
                 if (spinning) {
                     Thread.onSpinWait();
-                    if ((idle & 63) == 0 && System.nanoTime() - idleSince >= SPIN_NANOS) spinning = false;
+                    if ((idle & 15) == 0 && System.nanoTime() - idleSince >= spinNanos) spinning = false;
                     continue;
                 }
                 long now = System.nanoTime();
@@ -249,8 +259,8 @@ final class ShmEngine implements RingTransport {
                     throw new PeerLostException("rank " + rank + ": " + opName + " was interrupted in the middle of the "
                             + "operation; the ring's byte streams are now out of step, so the group is closed");
                 }
-                if (waited < SPIN_NANOS + YIELD_NANOS) {
-                    pollLiveness();
+                if (waited < spinNanos + yieldNanos) {
+                    if ((idle & 7) == 0) pollLiveness();
                     Thread.yield();
                 } else {
                     sleep(m, timeoutNanos - waited);
