@@ -169,6 +169,29 @@ final class RingEngine implements RingTransport {
      */
     @Override
     public void run(String opName, List<RingSchedule.Stream> streams, MemorySegment work, ReduceOp op, DType dtype) {
+        execute(opName, streams, work, null, 1, 0, 0, op, dtype);
+    }
+
+    /**
+     * Reads {@code source} where the schedule first touches each byte instead of copying it into
+     * {@code work} first: a stream's first send goes out of the source, and each reduction copies its
+     * element range from the source just before combining into it (the range is in the cache then). One
+     * pass over memory less for all_sum's large path and sum_scatter.
+     */
+    @Override
+    public void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
+                              long blockBytes, long sourceStride, long sourceOffset, ReduceOp op, DType dtype) {
+        boolean same = source.address() + sourceOffset == work.address()
+                && (sourceStride == blockBytes || blockBytes >= work.byteSize());
+        if (same || blockBytes <= 0) {
+            execute(opName, streams, work, null, 1, 0, 0, op, dtype);
+        } else {
+            execute(opName, streams, work, source, blockBytes, sourceStride, sourceOffset, op, dtype);
+        }
+    }
+
+    private void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
+                         long block, long stride, long base, ReduceOp op, DType dtype) {
         checkUsable(opName);
         if (streams.isEmpty()) return;
         List<StreamRun> runs = new ArrayList<>(streams.size());
@@ -177,7 +200,7 @@ final class RingEngine implements RingTransport {
                 RingSchedule.Stream s = streams.get(i);
                 Socket sendSock = s.sendOnLeft() ? left[s.connection()] : right[s.connection()];
                 Socket recvSock = s.sendOnLeft() ? right[s.connection()] : left[s.connection()];
-                StreamRun run = new StreamRun(s, work, op, dtype,
+                StreamRun run = new StreamRun(s, work, source, block, stride, base, op, dtype,
                         s.sends().isEmpty() ? null : sendSock, s.recvs().isEmpty() ? null : recvSock,
                         needsScratch(s) ? scratchFor(i, s) : null);
                 if (run.sendSock != null) {
@@ -331,6 +354,10 @@ final class RingEngine implements RingTransport {
         final List<RingSchedule.Item> recvs;
         final boolean chained;
         final MemorySegment work;
+        final MemorySegment source;   // null, or where work's bytes start out (runFromSource)
+        final long srcBlock;
+        final long srcStride;
+        final long srcBase;
         final ReduceOp op;
         final DType dtype;
         final int itemSize;
@@ -352,13 +379,19 @@ final class RingEngine implements RingTransport {
         boolean wantsWrite;
 
         private final long window = ioWindowBytes;
+        private ByteBuffer sourceWindow;
+        private long sourceWindowStart;
         private ByteBuffer sendWindow;
         private long sendWindowIndex = -1;
         private ByteBuffer recvWindow;
         private long recvWindowIndex = -1;
 
-        StreamRun(RingSchedule.Stream s, MemorySegment work, ReduceOp op, DType dtype, Socket sendSock, Socket recvSock,
-                  MemorySegment scratch) {
+        StreamRun(RingSchedule.Stream s, MemorySegment work, MemorySegment source, long srcBlock, long srcStride,
+                  long srcBase, ReduceOp op, DType dtype, Socket sendSock, Socket recvSock, MemorySegment scratch) {
+            this.source = source;
+            this.srcBlock = srcBlock;
+            this.srcStride = srcStride;
+            this.srcBase = srcBase;
             this.sends = s.sends();
             this.recvs = s.recvs();
             this.chained = s.chained();
@@ -439,7 +472,9 @@ final class RingEngine implements RingTransport {
                 }
                 long limit = sendable(sendIdx, len);
                 if (sendPos >= limit) return progress;
-                ByteBuffer b = sendBuffer(item.offset() + sendPos, limit - sendPos);
+                // a stream's first item is untouched input: with a source, it goes out of the source
+                ByteBuffer b = source != null && sendIdx == 0 ? sourceBuffer(src(item.offset() + sendPos), limit - sendPos)
+                        : sendBuffer(item.offset() + sendPos, limit - sendPos);
                 int n;
                 try {
                     n = sendSock.channel.write(b);
@@ -495,7 +530,9 @@ final class RingEngine implements RingTransport {
                     scratchFill += n;
                     long whole = (scratchFill - scratchUsed) / itemSize;
                     if (whole > 0) {
-                        Reducer.reduce(op, dtype, work, item.offset() + recvDoneLen, scratch, scratchUsed, whole);
+                        long dst = item.offset() + recvDoneLen;
+                        if (source != null) MemorySegment.copy(source, src(dst), work, dst, whole * itemSize);
+                        Reducer.reduce(op, dtype, work, dst, scratch, scratchUsed, whole);
                         recvDoneLen += whole * itemSize;
                         scratchUsed += whole * itemSize;
                     }
@@ -508,6 +545,17 @@ final class RingEngine implements RingTransport {
                 }
             }
             return progress;
+        }
+
+        /** Where the bytes at work offset x start out in the source (items never cross a block). */
+        private long src(long x) { return srcBase + (x / srcBlock) * srcStride + x % srcBlock; }
+
+        private ByteBuffer sourceBuffer(long srcOffset, long max) {
+            if (sourceWindow == null || srcOffset < sourceWindowStart || srcOffset >= sourceWindowStart + sourceWindow.capacity()) {
+                sourceWindow = source.asSlice(srcOffset, Math.min(window, source.byteSize() - srcOffset)).asByteBuffer();
+                sourceWindowStart = srcOffset;
+            }
+            return position(sourceWindow, srcOffset - sourceWindowStart, max);
         }
 
         private ByteBuffer sendBuffer(long offset, long max) {

@@ -227,7 +227,7 @@ public final class RingGroup implements GroupImpl {
             MemorySegment work = sumScatterWork((long) size * m * s);
             List<RingSchedule.Stream> streams = lastSumScatter.matches(m, s) ? lastSumScatter.streams
                     : lastSumScatter.remember(m, s, RingSchedule.sumScatter(rank, size, k, m, s));
-            // work block c = piece [lo, lo+m) of chunk c: copied first (tcp) or read where first needed (shm)
+            // work block c = piece [lo, lo+m) of chunk c: read from the input where the schedule first needs it
             engine.runFromSource("sum_scatter", streams, work, in.segment(), m * s, chunk * s, lo * s, ReduceOp.SUM, dtype);
             MemorySegment.copy(work, rank * m * s, out.segment(), lo * s, m * s);
         }
