@@ -158,6 +158,39 @@ class ShmTransportTest {
         }
     }
 
+    @Test
+    void sleepersAreWokenByTheDoorbell() throws Exception {
+        // rank 1 starts each step 30 ms late, so rank 0 goes past its spin and yield phases and sleeps in
+        // select: a receiver waiting for data, then a sender waiting for space (8 MB through 64 KiB buffers)
+        Path hf = RingTestSupport.hostfile(dir, 2, 1);
+        List<String> failures = RingTestSupport.onEveryRank(hf, 2, shm("64"), g -> {
+            StringBuilder bad = new StringBuilder();
+            int r = g.rank();
+            try {
+                for (int round = 0; round < 3; round++) {
+                    int e = 2_000_000;
+                    Array x = Array.zeros(DType.FLOAT32, e);
+                    for (int i = 0; i < e; i += 1000) x.setDouble(i, r + round);
+                    Array y = Array.zeros(DType.FLOAT32, e);
+                    if (r == 1) Thread.sleep(30);
+                    g.allReduce(x, y, ReduceOp.SUM);            // rank 0 waits for data
+                    if (y.getDouble(1000) != 1 + 2 * round) bad.append("sum round ").append(round).append('\n');
+                    if (r == 0) {
+                        g.send(x, 1);                           // blocks for space until rank 1 reads
+                    } else {
+                        Thread.sleep(30);
+                        g.recv(y, 0);
+                        if (y.getDouble(2000) != round) bad.append("recv round ").append(round).append('\n');
+                    }
+                }
+            } catch (InterruptedException e) {
+                bad.append("interrupted\n");
+            }
+            return bad.toString();
+        });
+        assertThat(String.join("", failures)).isEmpty();
+    }
+
     private static double v(int q, long i) { return (i % 7) + q; }
 
     static void checkAll(GroupImpl g, StringBuilder bad) {
