@@ -2,7 +2,8 @@
 # One sitting of the measurements docs/benchmarks.md quotes for the ring, side by side:
 #   1. the references (loopback TCP ceiling with iperf3; Open MPI MPI_Allreduce over TCP and shared memory),
 #   2. jdist bench, 2 ranks on loopback: all ops 4 B..256 MiB over TCP, then over shared memory (JDIST_TRANSPORT=shm),
-#   3. jdist bench, small-message latency with many iterations, 2 and 4 ranks,
+#   3. jdist bench, small-message latency with many iterations, 2 and 4 ranks, unpinned and --bind-to core,
+#      and all_sum in every mode (out-of-place, in-place, returned: the array cache),
 #   4. the JMH suite (reduction kernels, ring schedule), short settings.
 # Usage: bench/ring-report.sh [OUT_DIR]   (default: bench-results/<UTC date-time>). Takes ~15 minutes on 2 cores.
 # Run it on a quiet machine: the header records the load average before and after.
@@ -33,6 +34,9 @@ run ring-shm-2 "$JDIST" bench -n 2 --env JDIST_TRANSPORT=shm --op "$OPS" --sizes
 run latency-tcp-2 "$JDIST" bench -n 2 --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
 run latency-tcp-4 "$JDIST" bench -n 4 --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
 run latency-shm-2 "$JDIST" bench -n 2 --env JDIST_TRANSPORT=shm --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
+run latency-tcp-2-bound "$JDIST" bench -n 2 --bind-to core --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
+run latency-shm-2-bound "$JDIST" bench -n 2 --bind-to core --env JDIST_TRANSPORT=shm --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
+run modes-tcp-2 "$JDIST" bench -n 2 --op all_sum --mode all --sizes 1MiB:256MiB -f 16
 run ring-tcp-4 "$JDIST" bench -n 4 --op all_sum,all_gather,sum_scatter --sizes 1MiB:64MiB -f 8
 if [ ! -f "$ROOT/jdist-jmh/target/benchmarks.jar" ]; then
   jdist_find_maven
