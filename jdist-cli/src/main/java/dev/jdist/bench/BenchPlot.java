@@ -22,7 +22,7 @@ import java.util.function.ToDoubleFunction;
  * (chosen by the file name). The same drawing code serves both through {@link Canvas}.
  */
 public final class BenchPlot {
-    private static final int WIDTH = 1100, HEIGHT = 460, PANEL_W = 470, PANEL_H = 330, TOP = 60, LEFT = 80, GAP = 100;
+    private static final int WIDTH = 1200, HEIGHT = 500, PANEL_W = 470, PANEL_H = 330, TOP = 60, LEFT = 80, GAP = 100;
     private static final Color[] PALETTE = {
         new Color(0x1f77b4), new Color(0xd62728), new Color(0x2ca02c), new Color(0xff7f0e),
         new Color(0x9467bd), new Color(0x8c564b), new Color(0xe377c2), new Color(0x17becf)};
@@ -57,10 +57,12 @@ public final class BenchPlot {
         panel(c, LEFT + PANEL_W + GAP, series, "median latency (µs, log scale)", BenchResult::medianMicros, true);
         int i = 0;
         for (String name : series.keySet()) {
-            double x = LEFT + i * 180;
+            // four entries a row, below the panels' axis titles (12 series = 3 rows)
+            double x = LEFT + (i % 4) * 260;
+            double y = TOP + PANEL_H + 62 + (i / 4) * 18;
             Color col = PALETTE[i % PALETTE.length];
-            c.line(x, HEIGHT - 22, x + 24, HEIGHT - 22, col, 2.5);
-            c.text(x + 30, HEIGHT - 18, name, Color.BLACK, 12, "start");
+            c.line(x, y - 4, x + 24, y - 4, col, 2.5);
+            c.text(x + 30, y, name, Color.BLACK, 12, "start");
             i++;
         }
     }

@@ -129,7 +129,9 @@ public final class BenchCommand implements Callable<Integer> {
         }
         if (plot != null) {
             String title = "jdist bench: " + (results.isEmpty() ? "" : results.getFirst().ranks() + " ranks, ")
-                    + spec.dtype() + ", " + (backend == null ? "default backend" : backend) + ", " + LocalDate.now();
+                    + spec.dtype() + ", " + (backend == null ? "default backend" : backend)
+                    + (env.isEmpty() ? "" : ", " + String.join(" ", env)) + (bindTo == null ? "" : ", --bind-to " + bindTo)
+                    + ", " + LocalDate.now();
             BenchPlot.write(results, title, plot);
             err.println("jdist bench: plot written to " + plot.toAbsolutePath());
         }
