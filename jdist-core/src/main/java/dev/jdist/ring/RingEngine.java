@@ -181,9 +181,7 @@ final class RingEngine implements RingTransport {
     @Override
     public void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
                               long blockBytes, long sourceStride, long sourceOffset, ReduceOp op, DType dtype) {
-        boolean same = source.address() + sourceOffset == work.address()
-                && (sourceStride == blockBytes || blockBytes >= work.byteSize());
-        if (same || blockBytes <= 0) {
+        if (RingTransport.nothingToCopy(work, source, blockBytes, sourceStride, sourceOffset)) {
             execute(opName, streams, work, null, 1, 0, 0, op, dtype);
         } else {
             execute(opName, streams, work, source, blockBytes, sourceStride, sourceOffset, op, dtype);
@@ -349,18 +347,7 @@ final class RingEngine implements RingTransport {
     // ------------------------------------------------------------------ one stream of one operation
 
     /** The progress of one {@link RingSchedule.Stream}: positions in its send and receive item lists. */
-    final class StreamRun {
-        final List<RingSchedule.Item> sends;
-        final List<RingSchedule.Item> recvs;
-        final boolean chained;
-        final MemorySegment work;
-        final MemorySegment source;   // null, or where work's bytes start out (runFromSource)
-        final long srcBlock;
-        final long srcStride;
-        final long srcBase;
-        final ReduceOp op;
-        final DType dtype;
-        final int itemSize;
+    final class StreamRun extends StreamCursor {
         final Socket sendSock;
         final Socket recvSock;
         final MemorySegment scratch;
@@ -368,11 +355,7 @@ final class RingEngine implements RingTransport {
 
         /** recvGuard[i]: the send item that must be fully written before receive item i may land (it reads the same bytes), or -1. */
         final int[] recvGuard;
-        int sendIdx;
-        long sendPos;
         boolean wantsRead;
-        int recvIdx;
-        long recvPos;      // bytes of the current receive item that arrived
         long recvDoneLen;  // bytes of the current receive item combined/stored
         long scratchFill;
         long scratchUsed;
@@ -388,17 +371,7 @@ final class RingEngine implements RingTransport {
 
         StreamRun(RingSchedule.Stream s, MemorySegment work, MemorySegment source, long srcBlock, long srcStride,
                   long srcBase, ReduceOp op, DType dtype, Socket sendSock, Socket recvSock, MemorySegment scratch) {
-            this.source = source;
-            this.srcBlock = srcBlock;
-            this.srcStride = srcStride;
-            this.srcBase = srcBase;
-            this.sends = s.sends();
-            this.recvs = s.recvs();
-            this.chained = s.chained();
-            this.work = work;
-            this.op = op;
-            this.dtype = dtype;
-            this.itemSize = dtype == null ? 1 : dtype.itemSize();
+            begin(s, work, source, srcBlock, srcStride, srcBase, op, dtype);
             this.sendSock = sendSock;
             this.recvSock = recvSock;
             this.scratch = scratch;
@@ -433,31 +406,8 @@ final class RingEngine implements RingTransport {
             return sendIdx > j || (sendIdx == j && sendPos >= sends.get(j).length());
         }
 
-        boolean sendDone() { return sendIdx >= sends.size(); }
-
-        boolean recvDone() { return recvIdx >= recvs.size(); }
-
-        boolean done() { return sendDone() && recvDone(); }
-
-        long sendRemaining() {
-            long rem = 0;
-            for (int i = sendIdx; i < sends.size(); i++) rem += sends.get(i).length();
-            return rem - sendPos;
-        }
-
-        long recvRemaining() {
-            long rem = 0;
-            for (int i = recvIdx; i < recvs.size(); i++) rem += recvs.get(i).length();
-            return rem - recvPos;
-        }
-
-        /** How many bytes of send item i may go out (it forwards received item i-1). */
-        private long sendable(int i, long len) {
-            if (!chained || i == 0) return len;
-            if (recvIdx > i - 1) return len;
-            if (recvIdx == i - 1) return recvDoneLen;
-            return 0;
-        }
+        @Override
+        long recvStored() { return recvDoneLen; }
 
         boolean pumpSend(String opName) {
             wantsWrite = false;
@@ -546,9 +496,6 @@ final class RingEngine implements RingTransport {
             }
             return progress;
         }
-
-        /** Where the bytes at work offset x start out in the source (items never cross a block). */
-        private long src(long x) { return srcBase + (x / srcBlock) * srcStride + x % srcBlock; }
 
         private ByteBuffer sourceBuffer(long srcOffset, long max) {
             if (sourceWindow == null || srcOffset < sourceWindowStart || srcOffset >= sourceWindowStart + sourceWindow.capacity()) {

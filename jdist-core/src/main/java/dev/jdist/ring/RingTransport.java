@@ -44,14 +44,18 @@ interface RingTransport extends AutoCloseable {
      */
     default void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
                                long blockBytes, long sourceStride, long sourceOffset, ReduceOp op, DType dtype) {
-        boolean same = source.address() + sourceOffset == work.address()
-                && (sourceStride == blockBytes || blockBytes >= work.byteSize());
-        if (blockBytes > 0 && !same) {
+        if (!nothingToCopy(work, source, blockBytes, sourceStride, sourceOffset)) {
             for (long c = 0; c * blockBytes < work.byteSize(); c++) {
                 MemorySegment.copy(source, sourceOffset + c * sourceStride, work, c * blockBytes, blockBytes);
             }
         }
         run(opName, streams, work, op, dtype);
+    }
+
+    /** Whether {@code work} already holds what {@code runFromSource} would copy there (or there is nothing to copy). */
+    static boolean nothingToCopy(MemorySegment work, MemorySegment source, long blockBytes, long sourceStride, long sourceOffset) {
+        return blockBytes <= 0 || source.address() + sourceOffset == work.address()
+                && (sourceStride == blockBytes || blockBytes >= work.byteSize());
     }
 
     @Override

@@ -173,9 +173,7 @@ final class ShmEngine implements RingTransport {
     @Override
     public void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
                               long blockBytes, long sourceStride, long sourceOffset, ReduceOp op, DType dtype) {
-        boolean same = source.address() + sourceOffset == work.address() && (sourceStride == blockBytes
-                || blockBytes >= work.byteSize());
-        if (same || blockBytes <= 0) {
+        if (RingTransport.nothingToCopy(work, source, blockBytes, sourceStride, sourceOffset)) {
             execute(opName, streams, work, null, 1, 0, 0, op, dtype);
             return;
         }
@@ -400,47 +398,18 @@ final class ShmEngine implements RingTransport {
     // ------------------------------------------------------------------ one stream of one operation
 
     /** The progress of one {@link RingSchedule.Stream}; reused from operation to operation. */
-    private static final class Run {
-        List<RingSchedule.Item> sends;
-        List<RingSchedule.Item> recvs;
-        boolean chained;
-        MemorySegment work;
-        MemorySegment source;
-        long srcBlock;
-        long srcStride;
-        long srcBase;
-        ReduceOp op;
-        DType dtype;
-        int unit;
+    private static final class Run extends StreamCursor {
         Conn sendConn;
         Conn recvConn;
         ShmLink out;
         ShmLink in;
-        int sendIdx;
-        long sendPos;
-        int recvIdx;
-        long recvPos;
         boolean sendWaitsForSpace;
         boolean inArmed;
         boolean outArmed;
 
         void reset(RingSchedule.Stream s, MemorySegment work, MemorySegment source, long block, long stride, long base,
                    ReduceOp op, DType dtype, Conn sendConn, Conn recvConn) {
-            this.srcBlock = block;
-            this.srcStride = stride;
-            this.srcBase = base;
-            this.sends = s.sends();
-            this.recvs = s.recvs();
-            this.chained = s.chained();
-            this.work = work;
-            this.source = source;
-            this.op = op;
-            this.dtype = dtype;
-            this.unit = dtype == null ? 1 : dtype.itemSize();
-            this.sendIdx = 0;
-            this.sendPos = 0;
-            this.recvIdx = 0;
-            this.recvPos = 0;
+            begin(s, work, source, block, stride, base, op, dtype);
             this.sendWaitsForSpace = false;
             boolean sendsBytes = false;
             for (int i = 0, m = sends.size(); i < m && !sendsBytes; i++) sendsBytes = sends.get(i).length() > 0;
@@ -468,34 +437,8 @@ final class ShmEngine implements RingTransport {
             in = null;
         }
 
-        /** Where the bytes at work offset x start out in the source (items never cross a block). */
-        private long src(long x) { return srcBase + (x / srcBlock) * srcStride + x % srcBlock; }
-
-        boolean sendDone() { return sendIdx >= sends.size(); }
-
-        boolean recvDone() { return recvIdx >= recvs.size(); }
-
-        boolean done() { return sendDone() && recvDone(); }
-
-        long sendRemaining() {
-            long rem = 0;
-            for (int i = sendIdx; i < sends.size(); i++) rem += sends.get(i).length();
-            return rem - sendPos;
-        }
-
-        long recvRemaining() {
-            long rem = 0;
-            for (int i = recvIdx; i < recvs.size(); i++) rem += recvs.get(i).length();
-            return rem - recvPos;
-        }
-
-        /** How many bytes of send item i may go out (it forwards received item i-1). */
-        private long sendable(int i, long len) {
-            if (!chained || i == 0) return len;
-            if (recvIdx > i - 1) return len;
-            if (recvIdx == i - 1) return recvPos;
-            return 0;
-        }
+        @Override
+        long recvStored() { return recvPos; }   // received bytes are stored or combined at once
 
         boolean pumpSend() {
             sendWaitsForSpace = false;
@@ -512,7 +455,7 @@ final class ShmEngine implements RingTransport {
                 long want = Math.min(budget, sendable(sendIdx, len) - sendPos);
                 if (want <= 0) return progress;
                 long n = Math.min(want, out.writable(want));
-                if (unit > 1) n -= n % unit;
+                if (itemSize > 1) n -= n % itemSize;
                 if (n <= 0) {
                     sendWaitsForSpace = true;
                     return progress;
@@ -549,10 +492,10 @@ final class ShmEngine implements RingTransport {
                 long dst = item.offset() + recvPos;
                 if (item.reduce()) {
                     n = Math.min(n, in.contiguous());
-                    n -= n % unit;
+                    n -= n % itemSize;
                     if (n <= 0) return progress;   // cannot happen: positions stay element-aligned
                     if (source != null) MemorySegment.copy(source, src(dst), work, dst, n);
-                    Reducer.reduce(op, dtype, work, dst, in.data(), in.readOffset(), n / unit);
+                    Reducer.reduce(op, dtype, work, dst, in.data(), in.readOffset(), n / itemSize);
                     in.release(n);
                 } else {
                     in.read(work, dst, n);

@@ -1,0 +1,83 @@
+package dev.jdist.ring;
+
+import dev.jdist.DType;
+import dev.jdist.ReduceOp;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+
+/**
+ * Where one {@link RingSchedule.Stream} stands within an operation — the bookkeeping both transports
+ * share ({@link RingEngine} over TCP, {@link ShmEngine} over shared memory): the item lists, the send and
+ * receive positions, the chaining rule and the mapping of work offsets to the source.
+ */
+abstract class StreamCursor {
+    List<RingSchedule.Item> sends;
+    List<RingSchedule.Item> recvs;
+    boolean chained;
+    MemorySegment work;
+    /** Null, or where work's bytes start out ({@link RingTransport#runFromSource}). */
+    MemorySegment source;
+    long srcBlock = 1;
+    long srcStride;
+    long srcBase;
+    ReduceOp op;
+    DType dtype;
+    int itemSize;
+    int sendIdx;
+    long sendPos;
+    int recvIdx;
+    long recvPos;      // bytes of the current receive item that arrived
+
+    /** Points the cursor at the start of {@code s} for one operation. */
+    final void begin(RingSchedule.Stream s, MemorySegment work, MemorySegment source, long block, long stride, long base,
+                     ReduceOp op, DType dtype) {
+        this.sends = s.sends();
+        this.recvs = s.recvs();
+        this.chained = s.chained();
+        this.work = work;
+        this.source = source;
+        this.srcBlock = block;
+        this.srcStride = stride;
+        this.srcBase = base;
+        this.op = op;
+        this.dtype = dtype;
+        this.itemSize = dtype == null ? 1 : dtype.itemSize();
+        this.sendIdx = 0;
+        this.sendPos = 0;
+        this.recvIdx = 0;
+        this.recvPos = 0;
+    }
+
+    /** Bytes of the current receive item already stored in (or combined into) the work buffer. */
+    abstract long recvStored();
+
+    /** Where the bytes at work offset x start out in the source (items never cross a block). */
+    final long src(long x) { return srcBase + (x / srcBlock) * srcStride + x % srcBlock; }
+
+    final boolean sendDone() { return sendIdx >= sends.size(); }
+
+    final boolean recvDone() { return recvIdx >= recvs.size(); }
+
+    final boolean done() { return sendDone() && recvDone(); }
+
+    final long sendRemaining() {
+        long rem = 0;
+        for (int i = sendIdx; i < sends.size(); i++) rem += sends.get(i).length();
+        return rem - sendPos;
+    }
+
+    final long recvRemaining() {
+        long rem = 0;
+        for (int i = recvIdx; i < recvs.size(); i++) rem += recvs.get(i).length();
+        return rem - recvPos;
+    }
+
+    /** How many bytes of send item i may go out (a chained stream's item i forwards received item i-1). */
+    final long sendable(int i, long len) {
+        if (!chained || i == 0) return len;
+        if (recvIdx > i - 1) return len;
+        if (recvIdx == i - 1) return recvStored();
+        return 0;
+    }
+}
