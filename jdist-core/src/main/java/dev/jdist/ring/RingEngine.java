@@ -39,7 +39,7 @@ import java.util.List;
  * operations fail at once with the same cause) and closes every socket of the group so both
  * neighbours fail too and the failure travels round the ring.
  */
-final class RingEngine implements RingTransport {
+final class RingEngine extends RingTransportBase {
 
     static final long MAX_IO_BYTES = 1L << 30;
     /** Bytes per socket call and per ByteBuffer view; {@link #MAX_IO_BYTES} except in tests that exercise the windowing. */
@@ -48,7 +48,6 @@ final class RingEngine implements RingTransport {
     private static final long SCRATCH_PER_STREAM_MAX = 4L << 20;
     private static final long SCRATCH_MIN = 64L << 10;
 
-    private final int rank;
     private final int leftRank;
     private final int rightRank;
     private final Socket[] left;
@@ -56,12 +55,9 @@ final class RingEngine implements RingTransport {
     private final Selector selector;
     private final long timeoutNanos;
     private final String timeoutText;
-    private final RingLog log;
     private final long spinNanos;
     private final MemorySegment[] scratch;
     private final long scratchCap;
-    private volatile DistributedException broken;
-    private volatile boolean closed;
 
     /** One connection: the channel, its key, who uses it in the current operation, and what it is called in messages. */
     static final class Socket {
@@ -94,13 +90,12 @@ final class RingEngine implements RingTransport {
     RingEngine(int rank, int leftRank, int rightRank, SocketChannel[] left, SocketChannel[] right,
                List<String> leftAddresses, List<String> rightAddresses, long timeoutNanos, String timeoutText, RingLog log,
                long spinNanos) throws IOException {
+        super(rank, log);
         this.spinNanos = spinNanos;
-        this.rank = rank;
         this.leftRank = leftRank;
         this.rightRank = rightRank;
         this.timeoutNanos = timeoutNanos;
         this.timeoutText = timeoutText;
-        this.log = log;
         this.selector = Selector.open();
         this.left = new Socket[left.length];
         this.right = new Socket[right.length];
@@ -148,49 +143,9 @@ final class RingEngine implements RingTransport {
         }
     }
 
-    /** The failure that broke the group, or null. */
-    DistributedException broken() { return broken; }
-
-    /** Throws (a fresh exception of the same kind, caused by the first) when the group is broken or closed. */
     @Override
-    public void checkUsable(String opName) {
-        DistributedException b = broken;
-        if (b != null) {
-            String msg = "rank " + rank + ": " + opName + " cannot run: the ring group broke earlier: " + b.getMessage();
-            if (b instanceof DeadlineExceededException) throw new DeadlineExceededException(msg, b);
-            throw new PeerLostException(msg, b);
-        }
-        if (closed) throw new IllegalStateException("rank " + rank + ": " + opName + " on a closed ring group");
-    }
-
-    /**
-     * Runs {@code streams} over {@code work} (reduction items combine with {@code op} as
-     * {@code dtype}); returns when every byte has been sent and received.
-     */
-    @Override
-    public void run(String opName, List<RingSchedule.Stream> streams, MemorySegment work, ReduceOp op, DType dtype) {
-        execute(opName, streams, work, null, 1, 0, 0, op, dtype);
-    }
-
-    /**
-     * Reads {@code source} where the schedule first touches each byte instead of copying it into
-     * {@code work} first: a stream's first send goes out of the source, and each reduction copies its
-     * element range from the source just before combining into it (the range is in the cache then). One
-     * pass over memory less for all_sum's large path and sum_scatter.
-     */
-    @Override
-    public void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                              long blockBytes, long sourceStride, long sourceOffset, ReduceOp op, DType dtype) {
-        if (RingTransport.nothingToCopy(work, source, blockBytes, sourceStride, sourceOffset)) {
-            execute(opName, streams, work, null, 1, 0, 0, op, dtype);
-        } else {
-            execute(opName, streams, work, source, blockBytes, sourceStride, sourceOffset, op, dtype);
-        }
-    }
-
-    private void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                         long block, long stride, long base, ReduceOp op, DType dtype) {
-        checkUsable(opName);
+    void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
+                 long block, long stride, long base, ReduceOp op, DType dtype) {
         if (streams.isEmpty()) return;
         List<StreamRun> runs = new ArrayList<>(streams.size());
         try {
@@ -212,15 +167,6 @@ final class RingEngine implements RingTransport {
                 runs.add(run);
             }
             drive(opName, runs);
-        } catch (DistributedException e) {
-            breakGroup(e);
-            throw e;
-        } catch (RuntimeException | Error e) {
-            // anything unexpected mid-operation leaves the byte streams out of step: the group cannot go on
-            PeerLostException lost = new PeerLostException("rank " + rank + ": " + opName + " failed unexpectedly ("
-                    + e + "); the ring's byte streams are out of step, so the group is closed", e);
-            breakGroup(lost);
-            throw e;
         } finally {
             for (StreamRun r : runs) {
                 if (r.sendSock != null) r.sendSock.sender = null;
@@ -321,13 +267,8 @@ final class RingEngine implements RingTransport {
                 + "The group is closed.", cause);
     }
 
-    private void breakGroup(DistributedException e) {
-        if (broken == null) broken = e;
-        log.log("group broken: " + e.getMessage());
-        closeSockets();
-    }
-
-    private void closeSockets() {
+    @Override
+    void closeConnections() {
         for (Socket s : left) RingConnector.closeQuietly(s.channel);
         for (Socket s : right) RingConnector.closeQuietly(s.channel);
     }
@@ -336,7 +277,7 @@ final class RingEngine implements RingTransport {
     public void close() {
         if (closed) return;
         closed = true;
-        closeSockets();
+        closeConnections();
         try {
             selector.close();
         } catch (IOException ignored) {

@@ -46,7 +46,7 @@ import java.util.function.Consumer;
  * {@link DeadlineExceededException}. Either way the group is marked broken and every connection is
  * closed, so the neighbours notice and the failure travels round the ring, as with TCP.
  */
-final class ShmEngine implements RingTransport {
+final class ShmEngine extends RingTransportBase {
 
     /** Bytes a stream moves per visit before the thread turns to the next stream. */
     static volatile long burstBytes = 64 << 10;
@@ -65,20 +65,16 @@ final class ShmEngine implements RingTransport {
     /** Longest sleep between checks of the deadline when no doorbell or EOF comes. */
     private static final long MAX_SLEEP_MILLIS = 100;
 
-    private final int rank;
     private final Conn[] left;
     private final Conn[] right;
     private final Selector selector;
     private final Arena arena;
     private final long timeoutNanos;
     private final String timeoutText;
-    private final RingLog log;
     private final Run[] runs;
     private final ByteBuffer probeBuffer = ByteBuffer.allocateDirect(256);
     private final Consumer<SelectionKey> onReadable = this::probe;
     private String currentOp = "";
-    private volatile DistributedException broken;
-    private volatile boolean closed;
 
     /** A ring connection: its (idle) TCP socket for liveness and its two shared-memory links. */
     static final class Conn {
@@ -126,11 +122,10 @@ final class ShmEngine implements RingTransport {
      */
     ShmEngine(RingEngine tcp, ShmLink[] leftOut, ShmLink[] leftIn, ShmLink[] rightOut, ShmLink[] rightIn, Arena arena,
               long timeoutNanos, String timeoutText, RingLog log) throws IOException {
-        this.rank = tcp.rank();
+        super(tcp.rank(), log);
         this.arena = arena;
         this.timeoutNanos = timeoutNanos;
         this.timeoutText = timeoutText;
-        this.log = log;
         int k = tcp.connections();
         this.selector = Selector.open();
         this.left = new Conn[k];
@@ -155,34 +150,8 @@ final class ShmEngine implements RingTransport {
     int connections() { return left.length; }
 
     @Override
-    public void checkUsable(String opName) {
-        DistributedException b = broken;
-        if (b != null) {
-            String msg = "rank " + rank + ": " + opName + " cannot run: the ring group broke earlier: " + b.getMessage();
-            if (b instanceof DeadlineExceededException) throw new DeadlineExceededException(msg, b);
-            throw new PeerLostException(msg, b);
-        }
-        if (closed) throw new IllegalStateException("rank " + rank + ": " + opName + " on a closed ring group");
-    }
-
-    @Override
-    public void run(String opName, List<RingSchedule.Stream> streams, MemorySegment work, ReduceOp op, DType dtype) {
-        execute(opName, streams, work, null, 1, 0, 0, op, dtype);
-    }
-
-    @Override
-    public void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                              long blockBytes, long sourceStride, long sourceOffset, ReduceOp op, DType dtype) {
-        if (RingTransport.nothingToCopy(work, source, blockBytes, sourceStride, sourceOffset)) {
-            execute(opName, streams, work, null, 1, 0, 0, op, dtype);
-            return;
-        }
-        execute(opName, streams, work, source, blockBytes, sourceStride, sourceOffset, op, dtype);
-    }
-
-    private void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                         long block, long stride, long base, ReduceOp op, DType dtype) {
-        checkUsable(opName);
+    void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
+                 long block, long stride, long base, ReduceOp op, DType dtype) {
         int m = streams.size();
         if (m == 0) return;
         if (m > runs.length) throw new IllegalStateException(m + " streams for " + runs.length + " stream slots");
@@ -205,14 +174,6 @@ final class ShmEngine implements RingTransport {
                 }
             }
             drive(opName, m);
-        } catch (DistributedException e) {
-            breakGroup(e);
-            throw e;
-        } catch (RuntimeException | Error e) {
-            PeerLostException lost = new PeerLostException("rank " + rank + ": " + opName + " failed unexpectedly ("
-                    + e + "); the ring's byte streams are out of step, so the group is closed", e);
-            breakGroup(lost);
-            throw e;
         } finally {
             for (int i = 0; i < m; i++) runs[i].clear();
         }
@@ -367,13 +328,8 @@ final class ShmEngine implements RingTransport {
                 + "The group is closed.");
     }
 
-    private void breakGroup(DistributedException e) {
-        if (broken == null) broken = e;
-        log.log("group broken: " + e.getMessage());
-        closeSockets();
-    }
-
-    private void closeSockets() {
+    @Override
+    void closeConnections() {
         for (Conn c : left) RingConnector.closeQuietly(c.channel);
         for (Conn c : right) RingConnector.closeQuietly(c.channel);
     }
@@ -382,7 +338,7 @@ final class ShmEngine implements RingTransport {
     public void close() {
         if (closed) return;
         closed = true;
-        closeSockets();
+        closeConnections();
         try {
             selector.close();
         } catch (IOException ignored) {
