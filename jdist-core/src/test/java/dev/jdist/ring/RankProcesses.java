@@ -77,4 +77,17 @@ final class RankProcesses implements AutoCloseable {
             }
         }
     }
+
+    /** Waits (at most 180 s) until ranks 0..n-1 have printed "looping"; fails if one exits before. */
+    void awaitLooping(int n) throws InterruptedException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(180);
+        for (int r = 0; r < n; r++) {
+            while (!output(r).contains("looping")) {
+                if (System.nanoTime() > deadline || !processes.get(r).isAlive()) {
+                    throw new AssertionError("rank " + r + " never started looping:\n" + allOutputs());
+                }
+                Thread.sleep(100);
+            }
+        }
+    }
 }

@@ -17,18 +17,6 @@ class RingFaultIT {
     @TempDir
     Path dir;
 
-    private static void awaitLooping(RankProcesses ranks, int n) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
-        for (int r = 0; r < n; r++) {
-            while (!ranks.output(r).contains("looping")) {
-                if (System.nanoTime() > deadline || !ranks.processes.get(r).isAlive()) {
-                    throw new AssertionError("rank " + r + " never started looping:\n" + ranks.allOutputs());
-                }
-                Thread.sleep(100);
-            }
-        }
-    }
-
     @Test
     void killingOneRankMidLoopFailsEveryOtherRankWithPeerLost() throws Exception {
         int n = 4;
@@ -37,7 +25,7 @@ class RingFaultIT {
             for (int r = 0; r < n; r++) {
                 ranks.start(dir, r, hf, RingLoopProgram.class, Map.of("JDIST_TIMEOUT", "30"), "100000000", "240");
             }
-            awaitLooping(ranks, n);
+            ranks.awaitLooping(n);
             long pid = ranks.processes.get(2).pid();
             ranks.processes.get(2).destroyForcibly();   // SIGKILL to the one process we chose, by its handle
             assertThat(ranks.processes.get(2).waitFor(20, TimeUnit.SECONDS)).as("pid %d ended", pid).isTrue();
@@ -60,7 +48,7 @@ class RingFaultIT {
             for (int r = 0; r < n; r++) {
                 ranks.start(dir, r, hf, RingLoopProgram.class, Map.of("JDIST_TIMEOUT", "3"), "100000000", "240");
             }
-            awaitLooping(ranks, n);
+            ranks.awaitLooping(n);
             long pid = ranks.processes.get(1).pid();
             Process stop = new ProcessBuilder("kill", "-STOP", Long.toString(pid)).inheritIO().start();
             assertThat(stop.waitFor(10, TimeUnit.SECONDS)).isTrue();

@@ -21,18 +21,6 @@ class ShmFaultIT {
     @TempDir
     Path dir;
 
-    private static void awaitLooping(RankProcesses ranks, int n) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
-        for (int r = 0; r < n; r++) {
-            while (!ranks.output(r).contains("looping")) {
-                if (System.nanoTime() > deadline || !ranks.processes.get(r).isAlive()) {
-                    throw new AssertionError("rank " + r + " never started looping:\n" + ranks.allOutputs());
-                }
-                Thread.sleep(100);
-            }
-        }
-    }
-
     @Test
     void killingOneRankMidLoopFailsEveryOtherRankWithPeerLostAndLeavesNoFile() throws Exception {
         int n = 4;
@@ -42,7 +30,7 @@ class ShmFaultIT {
                 ranks.start(dir, r, hf, RingLoopProgram.class, Map.of("JDIST_TIMEOUT", "30", "JDIST_TRANSPORT", "shm"),
                         "100000000", "240");
             }
-            awaitLooping(ranks, n);
+            ranks.awaitLooping(n);
             assertThat(ShmMultiProcessIT.leftovers(ranks)).as("files are deleted once set up").isEmpty();
             long pid = ranks.processes.get(2).pid();
             ranks.processes.get(2).destroyForcibly();   // SIGKILL to the one process we chose, by its handle
@@ -67,7 +55,7 @@ class ShmFaultIT {
                 ranks.start(dir, r, hf, RingLoopProgram.class, Map.of("JDIST_TIMEOUT", "3", "JDIST_TRANSPORT", "shm"),
                         "100000000", "240");
             }
-            awaitLooping(ranks, n);
+            ranks.awaitLooping(n);
             long pid = ranks.processes.get(1).pid();
             Process stop = new ProcessBuilder("kill", "-STOP", Long.toString(pid)).inheritIO().start();
             assertThat(stop.waitFor(10, TimeUnit.SECONDS)).isTrue();
