@@ -11,8 +11,16 @@ package dev.jdist.bench;
  * @param busbwGBs     algbw × the op's bus factor
  * @param wrong        elements that differed from the expected result (checked after the timed iterations)
  * @param peakRssBytes the largest peak resident set size over the ranks, after this row
+ * @param peakRssBytesPerRank each rank's peak resident set size after this row (JSON output; rank order)
  */
 public record BenchResult(String op, String mode, long bytes, long count, String type, String redop, int ranks,
                           double medianMicros, double p99Micros, double algbwGBs, double busbwGBs, long wrong,
-                          long peakRssBytes) {
+                          long peakRssBytes, long[] peakRssBytesPerRank) {
+
+    /** A row without the per-rank memory figures. */
+    public BenchResult(String op, String mode, long bytes, long count, String type, String redop, int ranks,
+                       double medianMicros, double p99Micros, double algbwGBs, double busbwGBs, long wrong, long peakRssBytes) {
+        this(op, mode, bytes, count, type, redop, ranks, medianMicros, p99Micros, algbwGBs, busbwGBs, wrong, peakRssBytes,
+                new long[0]);
+    }
 }

@@ -122,7 +122,13 @@ public final class BenchWorker {
         fill(in, r, 0);
         long wrong = countWrong(g, op, runOnce(g, op, in, out, returned));
         Array wrongAll = g.allSum(Array.of((long) wrong));
-        Array rss = g.allMax(Array.of(peakRssBytes()));
+        Array rss = g.allGather(Array.of(peakRssBytes()));
+        long[] rssPerRank = new long[n];
+        long rssMax = 0;
+        for (int q = 0; q < n; q++) {
+            rssPerRank[q] = rss.getLong(q);
+            rssMax = Math.max(rssMax, rssPerRank[q]);
+        }
 
         Arrays.sort(times);
         double median = times.length == 0 ? 0 : times[times.length / 2] / 1e3;
@@ -137,7 +143,7 @@ public final class BenchWorker {
         };
         double algbw = median > 0 ? bytes / (median * 1e3) : 0;
         return new BenchResult(op.cliName(), mode, bytes, bytes / s, dtype.mlxName(),
-                op.redop(), n, median, p99, algbw, algbw * op.busFactor(n), wrongAll.getLong(0), rss.getLong(0));
+                op.redop(), n, median, p99, algbw, algbw * op.busFactor(n), wrongAll.getLong(0), rssMax, rssPerRank);
     }
 
     /** One call of {@code op}; returns the array holding the result ({@code out}, or the new array when {@code returned}). */

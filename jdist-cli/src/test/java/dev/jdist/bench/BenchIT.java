@@ -43,6 +43,8 @@ class BenchIT {
             assertThat(row.p99Micros()).isGreaterThanOrEqualTo(row.medianMicros());
             assertThat(row.busbwGBs()).isGreaterThanOrEqualTo(0);
             assertThat(row.peakRssBytes()).isPositive();
+            assertThat(row.peakRssBytesPerRank()).hasSize(3).contains(row.peakRssBytes());
+            assertThat(java.util.Arrays.stream(row.peakRssBytesPerRank()).min().orElse(0)).isPositive();
         });
         BenchResult sum1MiB = rows.stream().filter(x -> x.op().equals("all_sum") && x.bytes() == 1 << 20).findFirst().orElseThrow();
         assertThat(sum1MiB.count()).isEqualTo(262_144);
