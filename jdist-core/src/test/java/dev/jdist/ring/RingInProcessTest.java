@@ -80,39 +80,7 @@ class RingInProcessTest {
     @ParameterizedTest
     @CsvSource({"2,1,1000", "3,2,1000", "3,1,24", "2,2,16777216", "4,1,4096"})
     void sumScatterInPiecesOfTheBoundedWorkBuffer(int n, int k, long workBytes) throws Exception {
-        // sum_scatter works through a bounded buffer, piece by piece; small bounds (not dividing the
-        // chunk, down to one element per rank) must give the same sums as one pass
-        long saved = RingGroup.sumScatterWorkBytes;
-        RingGroup.sumScatterWorkBytes = workBytes;
-        try {
-            Path hf = RingTestSupport.hostfile(dir, n, k);
-            List<String> failures = RingTestSupport.onEveryRank(hf, n, Map.of(), g -> {
-                StringBuilder bad = new StringBuilder();
-                int r = g.rank();
-                for (int chunk : new int[] {1, 7, 1001, 300_000}) {
-                    int e = chunk * n;
-                    float[] v = new float[e];
-                    for (int i = 0; i < e; i++) v[i] = (i % 11) * (r + 1);
-                    Array in = Array.fromFloats(v, e);
-                    Array out = Array.zeros(DType.FLOAT32, chunk);
-                    for (int round = 0; round < 2; round++) {
-                        g.sumScatter(in, out);
-                        for (int i = 0; i < chunk; i++) {
-                            float want = ((r * chunk + i) % 11) * n * (n + 1) / 2f;
-                            if (out.getDouble(i) != want) {
-                                bad.append("rank ").append(r).append(" chunk=").append(chunk).append(" i=").append(i)
-                                        .append(" got ").append(out.getDouble(i)).append(" want ").append(want).append('\n');
-                                break;
-                            }
-                        }
-                    }
-                    if (in.getDouble(e - 1) != v[e - 1]) bad.append("rank ").append(r).append(": input changed\n");
-                }
-                return bad.toString();
-            });
-            assertThat(String.join("", failures)).isEmpty();
-        } finally {
-            RingGroup.sumScatterWorkBytes = saved;
-        }
+        // sum_scatter works through a bounded buffer, piece by piece, over TCP
+        assertThat(String.join("", RingTestSupport.sumScatterInPieces(dir, n, k, workBytes, Map.of()))).isEmpty();
     }
 }

@@ -1,5 +1,7 @@
 package dev.jdist.ring;
 
+import dev.jdist.Array;
+import dev.jdist.DType;
 import dev.jdist.spi.GroupImpl;
 
 import java.io.IOException;
@@ -85,6 +87,51 @@ public final class RingTestSupport {
             return out;
         } finally {
             pool.shutdownNow();
+        }
+    }
+
+    /**
+     * sum_scatter on an in-process n-rank ring whose work buffer is bounded to {@code workBytes}: two rounds
+     * per chunk size (the pieces need not divide the chunk, down to one element per rank) must give the sums
+     * of one pass and leave the input unchanged. Returns every rank's failures ("" when right).
+     */
+    public static List<String> sumScatterInPieces(Path dir, int n, int k, long workBytes, Map<String, String> extraEnv)
+            throws Exception {
+        long saved = RingGroup.sumScatterWorkBytes;
+        RingGroup.sumScatterWorkBytes = workBytes;
+        try {
+            return onEveryRank(hostfile(dir, n, k), n, extraEnv, g -> {
+                StringBuilder bad = new StringBuilder();
+                int r = g.rank();
+                for (int chunk : new int[] {1, 7, 1001, 300_000}) {
+                    int e = chunk * n;
+                    float[] v = new float[e];
+                    for (int i = 0; i < e; i++) v[i] = (i % 11) * (r + 1);
+                    Array in = Array.fromFloats(v, e);
+                    Array out = Array.zeros(DType.FLOAT32, chunk);
+                    for (int round = 0; round < 2; round++) {
+                        g.sumScatter(in, out);
+                        for (int i = 0; i < chunk; i++) {
+                            float want = ((r * chunk + i) % 11) * n * (n + 1) / 2f;
+                            if (out.getDouble(i) != want) {
+                                bad.append("rank ").append(r).append(" chunk=").append(chunk).append(" i=").append(i)
+                                        .append(" got ").append(out.getDouble(i)).append(" want ").append(want).append('\n');
+                                break;
+                            }
+                        }
+                    }
+                    for (int i = 0; i < e; i += 97) {
+                        if (in.getDouble(i) != v[i]) {
+                            bad.append("rank ").append(r).append(": input changed at ").append(i).append('\n');
+                            break;
+                        }
+                    }
+                    if (in.getDouble(e - 1) != v[e - 1]) bad.append("rank ").append(r).append(": input changed at the end\n");
+                }
+                return bad.toString();
+            });
+        } finally {
+            RingGroup.sumScatterWorkBytes = saved;
         }
     }
 }

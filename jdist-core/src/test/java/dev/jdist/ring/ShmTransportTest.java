@@ -117,45 +117,8 @@ class ShmTransportTest {
     @ParameterizedTest(name = "{0} ranks, k = {1}, work buffer {2} bytes")
     @CsvSource({"2,1,1000", "3,2,1000", "3,1,24", "2,2,16777216", "4,1,4096"})
     void sumScatterPiecesReadTheInputInPlace(int n, int k, long workBytes) throws Exception {
-        // over shm each piece's work blocks are read from the input where first needed (no copy pass);
-        // pieces that do not divide the chunk, down to one element per rank, give the same sums
-        long saved = RingGroup.sumScatterWorkBytes;
-        RingGroup.sumScatterWorkBytes = workBytes;
-        try {
-            Path hf = RingTestSupport.hostfile(dir, n, k);
-            List<String> failures = RingTestSupport.onEveryRank(hf, n, shm("16"), g -> {
-                StringBuilder bad = new StringBuilder();
-                int r = g.rank();
-                for (int chunk : new int[] {1, 7, 1001, 300_000}) {
-                    int e = chunk * n;
-                    float[] v = new float[e];
-                    for (int i = 0; i < e; i++) v[i] = (i % 11) * (r + 1);
-                    Array in = Array.fromFloats(v, e);
-                    Array out = Array.zeros(DType.FLOAT32, chunk);
-                    for (int round = 0; round < 2; round++) {
-                        g.sumScatter(in, out);
-                        for (int i = 0; i < chunk; i++) {
-                            float want = ((r * chunk + i) % 11) * n * (n + 1) / 2f;
-                            if (out.getDouble(i) != want) {
-                                bad.append("rank ").append(r).append(" chunk=").append(chunk).append(" i=").append(i)
-                                        .append(" got ").append(out.getDouble(i)).append(" want ").append(want).append('\n');
-                                break;
-                            }
-                        }
-                    }
-                    for (int i = 0; i < e; i += 97) {
-                        if (in.getDouble(i) != v[i]) {
-                            bad.append("rank ").append(r).append(": input changed at ").append(i).append('\n');
-                            break;
-                        }
-                    }
-                }
-                return bad.toString();
-            });
-            assertThat(String.join("", failures)).isEmpty();
-        } finally {
-            RingGroup.sumScatterWorkBytes = saved;
-        }
+        // over shm each piece's work blocks are read from the input where first needed (no copy pass)
+        assertThat(String.join("", RingTestSupport.sumScatterInPieces(dir, n, k, workBytes, shm("16")))).isEmpty();
     }
 
     @Test
