@@ -6,7 +6,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -19,51 +18,12 @@ class RingFaultIT {
 
     @Test
     void killingOneRankMidLoopFailsEveryOtherRankWithPeerLost() throws Exception {
-        int n = 4;
-        Path hf = RingTestSupport.hostfile(dir, n, 2);
-        try (RankProcesses ranks = new RankProcesses()) {
-            for (int r = 0; r < n; r++) {
-                ranks.start(dir, r, hf, RingLoopProgram.class, Map.of("JDIST_TIMEOUT", "30"), "100000000", "240");
-            }
-            ranks.awaitLooping(n);
-            long pid = ranks.processes.get(2).pid();
-            ranks.processes.get(2).destroyForcibly();   // SIGKILL to the one process we chose, by its handle
-            assertThat(ranks.processes.get(2).waitFor(20, TimeUnit.SECONDS)).as("pid %d ended", pid).isTrue();
-            for (int r : new int[] {0, 1, 3}) {
-                int code = ranks.await(r, 45);   // well within the 30 s deadline plus JVM exit
-                String out = ranks.output(r);
-                assertThat(code).as("rank %d exit code (3 = PeerLost); output:%n%s", r, out).isEqualTo(3);
-                assertThat(out).contains("FAILED PeerLostException").contains("rank " + r).contains("127.0.0.1:");
-            }
-            // a direct neighbour names the dead rank (the other may hear of it first through the ring)
-            assertThat(ranks.output(1) + ranks.output(3)).contains("rank 2 (");
-        }
+        RingFaultScenarios.killedRankFailsEveryOther(dir, 2, Map.of(), ranks -> { });
     }
 
     @Test
     void aStoppedRankMakesTheOthersFailAfterTheDeadline() throws Exception {
-        int n = 3;
-        Path hf = RingTestSupport.hostfile(dir, n, 1);
-        try (RankProcesses ranks = new RankProcesses()) {
-            for (int r = 0; r < n; r++) {
-                ranks.start(dir, r, hf, RingLoopProgram.class, Map.of("JDIST_TIMEOUT", "3"), "100000000", "240");
-            }
-            ranks.awaitLooping(n);
-            long pid = ranks.processes.get(1).pid();
-            Process stop = new ProcessBuilder("kill", "-STOP", Long.toString(pid)).inheritIO().start();
-            assertThat(stop.waitFor(10, TimeUnit.SECONDS)).isTrue();
-            try {
-                int c0 = ranks.await(0, 40);
-                int c2 = ranks.await(2, 40);
-                String all = ranks.allOutputs();
-                assertThat(c0).as(all).isIn(3, 4);
-                assertThat(c2).as(all).isIn(3, 4);
-                assertThat(c0 == 4 || c2 == 4).as("one neighbour of the stopped rank hit the deadline:%n%s", all).isTrue();
-                assertThat(all).contains("DeadlineExceededException").contains("JDIST_TIMEOUT").contains("rank 1 (");
-            } finally {
-                ranks.processes.get(1).destroyForcibly();   // SIGKILL also ends a stopped process
-            }
-        }
+        RingFaultScenarios.stoppedRankFailsTheOthersAfterTheDeadline(dir, Map.of());
     }
 
     @Test
