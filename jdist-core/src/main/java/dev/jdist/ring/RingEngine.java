@@ -1,7 +1,6 @@
 package dev.jdist.ring;
 
 import dev.jdist.DType;
-import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
 import dev.jdist.ReduceOp;
@@ -254,17 +253,11 @@ final class RingEngine extends RingTransportBase {
                         + ", which stopped reading");
             }
         }
-        return new DeadlineExceededException("rank " + rank + ": " + opName + " made no progress for " + timeoutText
-                + " s (JDIST_TIMEOUT) while " + String.join("; ", waiting) + ". The peer may be hung, stopped, "
-                + "unreachable, or running a different sequence of operations; raise JDIST_TIMEOUT if it is just slow. "
-                + "The group is closed.");
+        return noProgress(opName, timeoutText, waiting, "hung, stopped, unreachable, or");
     }
 
     private PeerLostException lost(String opName, Socket s, boolean sending, String why, Throwable cause) {
-        return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + s.describe()
-                + " while " + (sending ? "sending" : "receiving") + ": " + why + ". Rank " + s.peer + " probably exited or "
-                + "crashed (or a rank further round the ring did, and its failure travelled here); check its output. "
-                + "The group is closed.", cause);
+        return lostConnection(opName, s.describe(), s.peer, sending ? "sending" : "receiving", why, cause);
     }
 
     @Override

@@ -77,6 +77,26 @@ abstract class RingTransportBase implements RingTransport {
         }
     }
 
+    /** A lost connection, named: this rank, the operation, the peer and its address, the direction, the cause. */
+    final PeerLostException lostConnection(String opName, String peerDescription, int peer, String direction, String why,
+                                           Throwable cause) {
+        return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + peerDescription
+                + " while " + direction + ": " + why + ". Rank " + peer + " probably exited or "
+                + "crashed (or a rank further round the ring did, and its failure travelled here); check its output. "
+                + "The group is closed.", cause);
+    }
+
+    /**
+     * No progress for the deadline: what the operation was waiting for ({@code waiting}) and what the peer may
+     * be ({@code peerStates}, e.g. "hung, stopped, or").
+     */
+    final DeadlineExceededException noProgress(String opName, String timeoutText, List<String> waiting, String peerStates) {
+        return new DeadlineExceededException("rank " + rank + ": " + opName + " made no progress for " + timeoutText
+                + " s (JDIST_TIMEOUT) while " + String.join("; ", waiting) + ". The peer may be " + peerStates
+                + " running a different sequence of operations; raise JDIST_TIMEOUT if it is just slow. "
+                + "The group is closed.");
+    }
+
     final void breakGroup(DistributedException e) {
         if (broken == null) broken = e;
         log.log("group broken: " + e.getMessage());

@@ -304,10 +304,7 @@ final class ShmEngine extends RingTransportBase {
     }
 
     private PeerLostException lost(Conn c, String direction, String why, Throwable cause) {
-        return new PeerLostException("rank " + rank + ": " + currentOp + " lost the connection to " + c.describe()
-                + " while " + direction + ": " + why + ". Rank "
-                + c.peer + " probably exited or crashed (or a rank further round the ring did, and its failure travelled "
-                + "here); check its output. The group is closed.", cause);
+        return lostConnection(currentOp, c.describe(), c.peer, direction, why, cause);
     }
 
     private DistributedException deadline(String opName, int m) {
@@ -322,10 +319,7 @@ final class ShmEngine extends RingTransportBase {
                         + ", which stopped reading");
             }
         }
-        return new DeadlineExceededException("rank " + rank + ": " + opName + " made no progress for " + timeoutText
-                + " s (JDIST_TIMEOUT) while " + String.join("; ", waiting) + ". The peer may be hung, stopped, "
-                + "or running a different sequence of operations; raise JDIST_TIMEOUT if it is just slow. "
-                + "The group is closed.");
+        return noProgress(opName, timeoutText, waiting, "hung, stopped, or");
     }
 
     @Override
