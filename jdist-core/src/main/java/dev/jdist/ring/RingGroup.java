@@ -22,7 +22,7 @@ import java.util.List;
 
 /**
  * A ring group (spec collectives.md §3): this rank's connections to its two neighbours and the
- * operations over them. Schedules come from {@link RingSchedule}, bytes move in {@link RingEngine}.
+ * operations over them. Schedules come from {@link RingSchedule}, bytes move in {@link TcpTransport}.
  * A 1-rank ring (hostfile with one entry) has no sockets; {@link dev.jdist.Group} turns its
  * collectives into identities.
  */
@@ -31,7 +31,7 @@ public final class RingGroup implements GroupImpl {
     private final int rank;
     private final int size;
     private final int k;
-    private final RingTransport engine;        // null when size == 1; RingEngine (tcp) or ShmEngine (shm)
+    private final RingTransport engine;        // null when size == 1; TcpTransport (tcp) or ShmTransport (shm)
     private final String host;                 // this rank's IPv4 host, for split listeners
     private final Duration timeout;
     private final String jobToken;
@@ -129,7 +129,7 @@ public final class RingGroup implements GroupImpl {
                                              String token, RingLog log, boolean verbose, long spinNanos,
                                              RingSettings.Transport transport, long shmLinkBytes) {
         try {
-            RingEngine engine = new RingEngine(r, left, right, c.left(), c.right(), ownTexts, theirTexts, timeout.toNanos(),
+            TcpTransport engine = new TcpTransport(r, left, right, c.left(), c.right(), ownTexts, theirTexts, timeout.toNanos(),
                     RingConnector.seconds(timeout), log, spinNanos);
             RingTransport t = engine;
             if (transport == RingSettings.Transport.SHM) {
@@ -161,7 +161,7 @@ public final class RingGroup implements GroupImpl {
     public String backendName() { return "ring"; }
 
     /** {@code "shm"} when this group's bytes move through shared memory ({@code JDIST_TRANSPORT=shm}), else {@code "tcp"}. */
-    public String transportName() { return engine instanceof ShmEngine ? "shm" : "tcp"; }
+    public String transportName() { return engine instanceof ShmTransport ? "shm" : "tcp"; }
 
     // ------------------------------------------------------------------ collectives
 

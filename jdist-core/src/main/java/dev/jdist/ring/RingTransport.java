@@ -8,8 +8,8 @@ import java.util.List;
 
 /**
  * Moves the bytes of {@link RingSchedule} streams between a rank and its two ring neighbours: the
- * transport half of the ring (the schedule is the algorithm half). {@link RingEngine} uses the TCP
- * connections (MLX's wire); {@link ShmEngine} uses shared memory between ranks on one host.
+ * transport half of the ring (the schedule is the algorithm half). {@link TcpTransport} uses the TCP
+ * connections (MLX's wire); {@link ShmTransport} uses shared memory between ranks on one host.
  */
 interface RingTransport extends AutoCloseable {
 

@@ -73,7 +73,7 @@ final class ShmSetup {
      * transport that replaces it; {@code tcp} is detached on success. On failure {@code tcp} is left
      * to the caller to close.
      */
-    static ShmEngine establish(RingEngine tcp, int n, long requestedLinkBytes, long timeoutNanos, String timeoutText,
+    static ShmTransport establish(TcpTransport tcp, int n, long requestedLinkBytes, long timeoutNanos, String timeoutText,
                                RingLog log) {
         int r = tcp.rank();
         int k = tcp.connections();
@@ -165,9 +165,9 @@ final class ShmSetup {
                 leftOut[j] = new ShmLink(leftMap.asSlice(b, stride), capacity);
             }
             tcp.detach();
-            ShmEngine engine = new ShmEngine(tcp, leftOut, leftIn, rightOut, rightIn, maps, timeoutNanos, timeoutText, log);
+            ShmTransport shm = new ShmTransport(tcp, leftOut, leftIn, rightOut, rightIn, maps, timeoutNanos, timeoutText, log);
             ok = true;
-            return engine;
+            return shm;
         } catch (IOException e) {
             for (int j = 0; j < k; j++) {
                 RingConnector.closeQuietly(tcp.channel(true, j));
@@ -207,7 +207,7 @@ final class ShmSetup {
                 + "for all)");
     }
 
-    private static MemorySegment allGather(RingEngine tcp, int r, int n, int k, MemorySegment mine, Arena a, String what) {
+    private static MemorySegment allGather(TcpTransport tcp, int r, int n, int k, MemorySegment mine, Arena a, String what) {
         long b = mine.byteSize();
         MemorySegment all = a.allocate(b * n, 8);
         MemorySegment.copy(mine, 0, all, r * b, b);

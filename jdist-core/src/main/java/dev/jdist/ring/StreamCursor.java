@@ -8,7 +8,7 @@ import java.util.List;
 
 /**
  * Where one {@link RingSchedule.Stream} stands within an operation — the bookkeeping both transports
- * share ({@link RingEngine} over TCP, {@link ShmEngine} over shared memory): the item lists, the send and
+ * share ({@link TcpTransport} over TCP, {@link ShmTransport} over shared memory): the item lists, the send and
  * receive positions, the chaining rule and the mapping of work offsets to the source.
  */
 abstract class StreamCursor {

@@ -23,15 +23,15 @@ class RingInProcessTest {
 
     @org.junit.jupiter.api.Test
     void smallSocketWindowsGiveTheSameResults() throws Exception {
-        // the engine cuts every transfer into ByteBuffer views of at most 1 GiB; with 1000-byte views
+        // the TCP transport cuts every transfer into ByteBuffer views of at most 1 GiB; with 1000-byte views
         // (not a multiple of the element size) the same code paths run on small arrays
-        long saved = RingEngine.ioWindowBytes;
-        RingEngine.ioWindowBytes = 1000;
+        long saved = TcpTransport.ioWindowBytes;
+        TcpTransport.ioWindowBytes = 1000;
         try {
             allOpsAgree(3, 2);
             allOpsAgree(2, 1);
         } finally {
-            RingEngine.ioWindowBytes = saved;
+            TcpTransport.ioWindowBytes = saved;
         }
     }
 

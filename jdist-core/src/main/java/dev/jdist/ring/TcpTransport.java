@@ -38,7 +38,7 @@ import java.util.List;
  * operations fail at once with the same cause) and closes every socket of the group so both
  * neighbours fail too and the failure travels round the ring.
  */
-final class RingEngine extends RingTransportBase {
+final class TcpTransport extends RingTransportBase {
 
     static final long MAX_IO_BYTES = 1L << 30;
     /** Bytes per socket call and per ByteBuffer view; {@link #MAX_IO_BYTES} except in tests that exercise the windowing. */
@@ -86,7 +86,7 @@ final class RingEngine extends RingTransportBase {
      * @param leftAddresses  this rank's own addresses (where {@code left[j]} was accepted)
      * @param rightAddresses the right neighbour's addresses ({@code right[j]} was connected to)
      */
-    RingEngine(int rank, int leftRank, int rightRank, SocketChannel[] left, SocketChannel[] right,
+    TcpTransport(int rank, int leftRank, int rightRank, SocketChannel[] left, SocketChannel[] right,
                List<String> leftAddresses, List<String> rightAddresses, long timeoutNanos, String timeoutText, RingLog log,
                long spinNanos) throws IOException {
         super(rank, log);
@@ -130,8 +130,8 @@ final class RingEngine extends RingTransportBase {
     String address(boolean leftSide, int j) { return (leftSide ? left : right)[j].address; }
 
     /**
-     * Hands the connections over to another transport ({@link ShmEngine}): closes this engine's
-     * selector but not the sockets; this engine is closed afterwards (its {@link #close()} does nothing).
+     * Hands the connections over to another transport ({@link ShmTransport}): closes this transport's
+     * selector but not the sockets; this transport is closed afterwards (its {@link #close()} does nothing).
      */
     void detach() {
         closed = true;
@@ -317,7 +317,7 @@ final class RingEngine extends RingTransportBase {
          * For each receive item, the latest send item at or before the same position that covers any
          * of its bytes: data must not land in the work buffer while an earlier send of those bytes is
          * unwritten. A correct peer never sends that early (its bytes depend on ours), but a wrong or
-         * hostile one could, so the engine leaves such bytes in the kernel until it is safe.
+         * hostile one could, so the transport leaves such bytes in the kernel until it is safe.
          */
         private static int[] guards(List<RingSchedule.Item> sends, List<RingSchedule.Item> recvs) {
             int[] g = new int[recvs.size()];

@@ -21,7 +21,7 @@ import java.util.function.Consumer;
 
 /**
  * Moves the bytes of {@link RingSchedule} streams through shared memory ({@code JDIST_TRANSPORT=shm}):
- * the same schedules as {@link RingEngine}, another transport. Every ring connection {@code left[j]}
+ * the same schedules as {@link TcpTransport}, another transport. Every ring connection {@code left[j]}
  * / {@code right[j]} has two {@link ShmLink}s, one per direction; a stream that TCP would send on
  * {@code left[c]} writes into the outgoing link of {@code left[c]} and reads from the incoming link
  * of {@code right[c]}, and so on, so the neighbour sees exactly the byte sequence TCP would carry.
@@ -46,7 +46,7 @@ import java.util.function.Consumer;
  * {@link DeadlineExceededException}. Either way the group is marked broken and every connection is
  * closed, so the neighbours notice and the failure travels round the ring, as with TCP.
  */
-final class ShmEngine extends RingTransportBase {
+final class ShmTransport extends RingTransportBase {
 
     /** Bytes a stream moves per visit before the thread turns to the next stream. */
     static volatile long burstBytes = 64 << 10;
@@ -117,10 +117,10 @@ final class ShmEngine extends RingTransportBase {
     }
 
     /**
-     * Takes over {@code tcp}'s connections ({@link RingEngine#detach()} must have been called) with the
-     * given links; {@code arena} owns the mappings and is closed with this engine.
+     * Takes over {@code tcp}'s connections ({@link TcpTransport#detach()} must have been called) with the
+     * given links; {@code arena} owns the mappings and is closed with this transport.
      */
-    ShmEngine(RingEngine tcp, ShmLink[] leftOut, ShmLink[] leftIn, ShmLink[] rightOut, ShmLink[] rightIn, Arena arena,
+    ShmTransport(TcpTransport tcp, ShmLink[] leftOut, ShmLink[] leftIn, ShmLink[] rightOut, ShmLink[] rightIn, Arena arena,
               long timeoutNanos, String timeoutText, RingLog log) throws IOException {
         super(tcp.rank(), log);
         this.arena = arena;
@@ -138,7 +138,7 @@ final class ShmEngine extends RingTransportBase {
         for (int i = 0; i < runs.length; i++) runs[i] = new Run();
     }
 
-    private Conn conn(RingEngine tcp, boolean leftSide, int j, int peer, ShmLink out, ShmLink in) throws IOException {
+    private Conn conn(TcpTransport tcp, boolean leftSide, int j, int peer, ShmLink out, ShmLink in) throws IOException {
         SocketChannel ch = tcp.channel(leftSide, j);
         ch.configureBlocking(false);
         SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
