@@ -36,8 +36,17 @@ final class RingConnector {
     /** An address of the right neighbour to connect to. */
     record Target(int index, String text, InetSocketAddress address) {}
 
-    /** The result: the accepted {@code left} and initiated {@code right} connections, non-blocking. */
-    record Connections(SocketChannel[] left, SocketChannel[] right) {}
+    /** The result: the accepted {@code left} and initiated {@code right} connections, non-blocking, index j at j. */
+    record Connections(List<RingConnection> left, List<RingConnection> right) {
+        /** Connections per neighbour (k). */
+        int perNeighbour() { return left.size(); }
+
+        /** Closes every connection (quietly: closing is best effort). */
+        void closeAll() {
+            for (RingConnection c : left) closeQuietly(c.channel());
+            for (RingConnection c : right) closeQuietly(c.channel());
+        }
+    }
 
     private static final long FIRST_RETRY_MILLIS = 50;
     private static final long MAX_RETRY_MILLIS = 1000;
@@ -135,15 +144,19 @@ final class RingConnector {
                 }
                 selector.selectedKeys().clear();
             }
-            SocketChannel[] left = new SocketChannel[listenSlots.size()];
-            SocketChannel[] right = new SocketChannel[connectSlots.size()];
-            for (int j = 0; j < left.length; j++) left[j] = listenSlots.get(j).result;
-            for (int j = 0; j < right.length; j++) right[j] = connectSlots.get(j).result;
-            log.log("connected: " + right.length + " connection(s) to right neighbour rank " + rightRank + ", "
-                    + left.length + " from left neighbour rank " + leftRank + " in "
+            List<RingConnection> left = new ArrayList<>();
+            List<RingConnection> right = new ArrayList<>();
+            for (ListenSlot s : listenSlots) {
+                left.add(new RingConnection(s.result, "left[" + s.listener.index() + "]", leftRank, s.listener.text()));
+            }
+            for (ConnectSlot s : connectSlots) {
+                right.add(new RingConnection(s.result, "right[" + s.target.index() + "]", rightRank, s.target.text()));
+            }
+            log.log("connected: " + right.size() + " connection(s) to right neighbour rank " + rightRank + ", "
+                    + left.size() + " from left neighbour rank " + leftRank + " in "
                     + (System.nanoTime() - start) / 1_000_000 + " ms");
             ok = true;
-            return new Connections(left, right);
+            return new Connections(List.copyOf(left), List.copyOf(right));
         } catch (IOException e) {
             throw new ConnectFailedException("rank " + rank + ": ring set-up failed: " + e, e);
         } finally {

@@ -117,33 +117,28 @@ public final class RingGroup implements GroupImpl {
         }
         RingConnector.Connections c = new RingConnector(r, left, right, log, settings.jobToken())
                 .connect(listeners, targets, settings.timeout());
-        List<String> ownTexts = own.stream().map(RingHostfile.Address::text).toList();
-        List<String> theirTexts = theirs.stream().map(RingHostfile.Address::text).toList();
-        return fromConnections(r, n, left, right, c, ownTexts, theirTexts,
+        return fromConnections(r, n, c,
                 own.getFirst().socketAddress().getAddress().getHostAddress(), settings.timeout(), settings.jobToken(), log,
                 settings.verbose(), settings.spinMicros() * 1000, settings.transport(), settings.shmLinkBytes());
     }
 
-    private static RingGroup fromConnections(int r, int n, int left, int right, RingConnector.Connections c,
-                                             List<String> ownTexts, List<String> theirTexts, String host, Duration timeout,
+    private static RingGroup fromConnections(int r, int n, RingConnector.Connections c, String host, Duration timeout,
                                              String token, RingLog log, boolean verbose, long spinNanos,
                                              RingSettings.Transport transport, long shmLinkBytes) {
         try {
-            TcpTransport engine = new TcpTransport(r, left, right, c.left(), c.right(), ownTexts, theirTexts, timeout.toNanos(),
-                    RingConnector.seconds(timeout), log, spinNanos);
+            TcpTransport engine = new TcpTransport(r, c, timeout.toNanos(), RingConnector.seconds(timeout), log, spinNanos);
             RingTransport t = engine;
             if (transport == RingSettings.Transport.SHM) {
                 try {
-                    t = ShmSetup.establish(engine, n, shmLinkBytes, timeout.toNanos(), RingConnector.seconds(timeout), log);
+                    t = ShmSetup.establish(engine, c, n, shmLinkBytes, timeout.toNanos(), RingConnector.seconds(timeout), log);
                 } catch (RuntimeException | Error e) {
                     engine.close();
                     throw e;
                 }
             }
-            return new RingGroup(r, n, c.left().length, t, host, timeout, token, verbose, spinNanos, transport, shmLinkBytes);
+            return new RingGroup(r, n, c.perNeighbour(), t, host, timeout, token, verbose, spinNanos, transport, shmLinkBytes);
         } catch (IOException e) {
-            for (var ch : c.left()) RingConnector.closeQuietly(ch);
-            for (var ch : c.right()) RingConnector.closeQuietly(ch);
+            c.closeAll();
             throw new ConnectFailedException("rank " + r + ": cannot set up the ring's selector: " + e, e);
         }
     }
@@ -320,19 +315,15 @@ public final class RingGroup implements GroupImpl {
             Member rm = members.get(right);
             List<RingConnector.Listener> ls = new ArrayList<>();
             List<RingConnector.Target> targets = new ArrayList<>();
-            List<String> ownTexts = new ArrayList<>();
-            List<String> theirTexts = new ArrayList<>();
             InetAddress rightIp = InetAddress.getByAddress(rm.ip());
             for (int j = 0; j < k; j++) {
                 String ownText = host + ":" + ((InetSocketAddress) listeners.get(j).getLocalAddress()).getPort();
                 ls.add(new RingConnector.Listener(j, ownText, listeners.get(j)));
-                ownTexts.add(ownText);
                 String t = rightIp.getHostAddress() + ":" + rm.ports()[j];
                 targets.add(new RingConnector.Target(j, t, new InetSocketAddress(rightIp, rm.ports()[j])));
-                theirTexts.add(t);
             }
             RingConnector.Connections c = new RingConnector(newRank, left, right, log, jobToken).connect(ls, targets, timeout);
-            result = fromConnections(newRank, m, left, right, c, ownTexts, theirTexts, host, timeout, jobToken, log, verbose,
+            result = fromConnections(newRank, m, c, host, timeout, jobToken, log, verbose,
                     spinNanos, transport, shmLinkBytes);
             return result;
         } catch (IOException e) {

@@ -6,31 +6,52 @@ import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
 import dev.jdist.ReduceOp;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.util.List;
 
 /**
- * What both ring transports do alike: the group's broken/closed state and its error messages, and the
- * rule that any failure in the middle of an operation breaks the group (spec §3.5) — the byte streams are
- * out of step then, so every connection is closed and the neighbours fail too.
+ * What both ring transports do alike: the ring's connections and the one selector that watches them, the
+ * group's broken/closed state and its error messages, and the rule that any failure in the middle of an
+ * operation breaks the group (spec §3.5) — the byte streams are out of step then, so every connection is
+ * closed and the neighbours fail too.
  */
 abstract class RingTransportBase implements RingTransport {
     final int rank;
     final RingLog log;
+    final RingConnector.Connections connections;
+    final Selector selector;
+    /** Said after the connection in messages: "" for TCP, ", shared memory" for shm. */
+    private final String connectionDetail;
     private volatile DistributedException broken;
     volatile boolean closed;
 
-    RingTransportBase(int rank, RingLog log) {
+    RingTransportBase(int rank, RingConnector.Connections connections, RingLog log, String connectionDetail)
+            throws IOException {
         this.rank = rank;
+        this.connections = connections;
         this.log = log;
+        this.connectionDetail = connectionDetail;
+        this.selector = Selector.open();
     }
+
+    /** Registers {@code c}'s socket, non-blocking, with this transport's selector. */
+    final SelectionKey register(RingConnection c, int ops, Object attachment) throws IOException {
+        c.channel().configureBlocking(false);
+        return c.channel().register(selector, ops, attachment);
+    }
+
+    /** How messages name connection {@code c} (peer rank, address, {@code left[j]}/{@code right[j]}). */
+    final String describe(RingConnection c) { return c.describe(connectionDetail); }
 
     /** Runs the streams; {@code source} null means work already holds the input. Failures propagate. */
     abstract void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
                           long block, long stride, long base, ReduceOp op, DType dtype);
 
-    /** Closes every connection of the group (so the neighbours notice at once). */
-    abstract void closeConnections();
+    /** Frees what the transport holds besides the connections and the selector (called once, by {@link #close()}). */
+    void release() {}
 
     /** The failure that broke the group, or null. */
     final DistributedException broken() { return broken; }
@@ -78,10 +99,9 @@ abstract class RingTransportBase implements RingTransport {
     }
 
     /** A lost connection, named: this rank, the operation, the peer and its address, the direction, the cause. */
-    final PeerLostException lostConnection(String opName, String peerDescription, int peer, String direction, String why,
-                                           Throwable cause) {
-        return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + peerDescription
-                + " while " + direction + ": " + why + ". Rank " + peer + " probably exited or "
+    final PeerLostException lostConnection(String opName, RingConnection c, String direction, String why, Throwable cause) {
+        return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + describe(c)
+                + " while " + direction + ": " + why + ". Rank " + c.peer() + " probably exited or "
                 + "crashed (or a rank further round the ring did, and its failure travelled here); check its output. "
                 + "The group is closed.", cause);
     }
@@ -97,9 +117,30 @@ abstract class RingTransportBase implements RingTransport {
                 + "The group is closed.");
     }
 
+    /** An operation interrupted half-way: the byte streams are out of step. */
+    final PeerLostException interrupted(String opName) {
+        return new PeerLostException("rank " + rank + ": " + opName + " was interrupted in the middle of the "
+                + "operation; the ring's byte streams are now out of step, so the group is closed");
+    }
+
+    /** The selector failed (or was closed under the operation). */
+    final PeerLostException selectorFailed(String opName, Exception e) {
+        if (closed) return new PeerLostException("rank " + rank + ": " + opName + " failed: the ring group was closed", e);
+        return new PeerLostException("rank " + rank + ": " + opName + " failed: " + e, e);
+    }
+
     final void breakGroup(DistributedException e) {
         if (broken == null) broken = e;
         log.log("group broken: " + e.getMessage());
-        closeConnections();
+        connections.closeAll();
+    }
+
+    @Override
+    public final void close() {
+        if (closed) return;
+        closed = true;
+        connections.closeAll();
+        RingConnector.closeQuietly(selector);
+        release();
     }
 }

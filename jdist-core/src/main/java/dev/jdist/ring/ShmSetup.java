@@ -69,15 +69,15 @@ final class ShmSetup {
     static long fileBytes(int k, long capacity) { return FILE_HEADER + 2L * k * ShmLink.regionBytes(capacity); }
 
     /**
-     * Runs the set-up over {@code tcp} (a formed ring of {@code n} ranks) and returns the shared-memory
-     * transport that replaces it; {@code tcp} is detached on success. On failure {@code tcp} is left
-     * to the caller to close.
+     * Runs the set-up over {@code tcp} (a formed ring of {@code n} ranks, over {@code connections}) and returns the
+     * shared-memory transport that replaces it on the same connections; {@code tcp} is detached on success. On
+     * failure {@code tcp} is left to the caller to close.
      */
-    static ShmTransport establish(TcpTransport tcp, int n, long requestedLinkBytes, long timeoutNanos, String timeoutText,
-                               RingLog log) {
-        int r = tcp.rank();
-        int k = tcp.connections();
-        int left = tcp.leftRank();
+    static ShmTransport establish(TcpTransport tcp, RingConnector.Connections connections, int n, long requestedLinkBytes,
+                                  long timeoutNanos, String timeoutText, RingLog log) {
+        int r = tcp.rank;
+        int k = connections.perNeighbour();
+        int left = connections.left().getFirst().peer();
         long capacity = linkCapacity(requestedLinkBytes, k);
         long size = fileBytes(k, capacity);
         Arena maps = Arena.ofShared();
@@ -165,14 +165,12 @@ final class ShmSetup {
                 leftOut[j] = new ShmLink(leftMap.asSlice(b, stride), capacity);
             }
             tcp.detach();
-            ShmTransport shm = new ShmTransport(tcp, leftOut, leftIn, rightOut, rightIn, maps, timeoutNanos, timeoutText, log);
+            ShmTransport shm = new ShmTransport(r, connections, leftOut, leftIn, rightOut, rightIn, maps, timeoutNanos,
+                    timeoutText, log);
             ok = true;
             return shm;
         } catch (IOException e) {
-            for (int j = 0; j < k; j++) {
-                RingConnector.closeQuietly(tcp.channel(true, j));
-                RingConnector.closeQuietly(tcp.channel(false, j));
-            }
+            connections.closeAll();
             throw new PeerLostException("rank " + r + ": cannot take over the ring's connections for shared memory: " + e, e);
         } finally {
             deleteQuietly(own);

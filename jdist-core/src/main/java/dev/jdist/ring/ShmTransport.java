@@ -13,8 +13,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
@@ -65,9 +63,8 @@ final class ShmTransport extends RingTransportBase {
     /** Longest sleep between checks of the deadline when no doorbell or EOF comes. */
     private static final long MAX_SLEEP_MILLIS = 100;
 
-    private final Conn[] left;
-    private final Conn[] right;
-    private final Selector selector;
+    private final Endpoint[] left;
+    private final Endpoint[] right;
     private final Arena arena;
     private final long timeoutNanos;
     private final String timeoutText;
@@ -76,31 +73,19 @@ final class ShmTransport extends RingTransportBase {
     private final Consumer<SelectionKey> onReadable = this::probe;
     private String currentOp = "";
 
-    /** A ring connection: its (idle) TCP socket for liveness and its two shared-memory links. */
-    static final class Conn {
-        final SocketChannel channel;
-        final SelectionKey key;
-        final String name;          // e.g. "left[0]"
-        final int peer;
-        final String address;
+    /** A ring connection as this transport uses it: its (idle) TCP socket for liveness and its two shared-memory links. */
+    private static final class Endpoint {
+        final RingConnection connection;
         final ShmLink out;          // this rank writes
         final ShmLink in;           // this rank reads
         String deadWhy;             // what the liveness socket said, once it said it
         Throwable deadCause;
         private final ByteBuffer bell = ByteBuffer.allocateDirect(1);
 
-        Conn(SocketChannel channel, SelectionKey key, String name, int peer, String address, ShmLink out, ShmLink in) {
-            this.channel = channel;
-            this.key = key;
-            this.name = name;
-            this.peer = peer;
-            this.address = address;
+        Endpoint(RingConnection connection, ShmLink out, ShmLink in) {
+            this.connection = connection;
             this.out = out;
             this.in = in;
-        }
-
-        String describe() {
-            return "rank " + peer + " (" + address + ", connection " + name + ", shared memory)";
         }
 
         /** Wakes the peer, asleep waiting on one of this connection's links: one doorbell byte. */
@@ -108,7 +93,7 @@ final class ShmTransport extends RingTransportBase {
             if (deadWhy != null) return;
             bell.clear();
             try {
-                channel.write(bell);   // 0 = the peer's receive buffer is full of doorbells already: it is awake
+                connection.channel().write(bell);   // 0 = the peer's receive buffer is full of doorbells already: it is awake
             } catch (IOException e) {
                 deadWhy = String.valueOf(e.getMessage());
                 deadCause = e;
@@ -117,37 +102,32 @@ final class ShmTransport extends RingTransportBase {
     }
 
     /**
-     * Takes over {@code tcp}'s connections ({@link TcpTransport#detach()} must have been called) with the
-     * given links; {@code arena} owns the mappings and is closed with this transport.
+     * Takes over {@code connections} (the TCP transport that used them must have been
+     * {@linkplain TcpTransport#detach() detached}) with the given links; {@code arena} owns the mappings and is
+     * closed with this transport.
      */
-    ShmTransport(TcpTransport tcp, ShmLink[] leftOut, ShmLink[] leftIn, ShmLink[] rightOut, ShmLink[] rightIn, Arena arena,
-              long timeoutNanos, String timeoutText, RingLog log) throws IOException {
-        super(tcp.rank(), log);
+    ShmTransport(int rank, RingConnector.Connections connections, ShmLink[] leftOut, ShmLink[] leftIn, ShmLink[] rightOut,
+                 ShmLink[] rightIn, Arena arena, long timeoutNanos, String timeoutText, RingLog log) throws IOException {
+        super(rank, connections, log, ", shared memory");
         this.arena = arena;
         this.timeoutNanos = timeoutNanos;
         this.timeoutText = timeoutText;
-        int k = tcp.connections();
-        this.selector = Selector.open();
-        this.left = new Conn[k];
-        this.right = new Conn[k];
+        int k = connections.perNeighbour();
+        this.left = new Endpoint[k];
+        this.right = new Endpoint[k];
         for (int j = 0; j < k; j++) {
-            left[j] = conn(tcp, true, j, tcp.leftRank(), leftOut[j], leftIn[j]);
-            right[j] = conn(tcp, false, j, tcp.rightRank(), rightOut[j], rightIn[j]);
+            left[j] = endpoint(connections.left().get(j), leftOut[j], leftIn[j]);
+            right[j] = endpoint(connections.right().get(j), rightOut[j], rightIn[j]);
         }
         this.runs = new Run[2 * k];
         for (int i = 0; i < runs.length; i++) runs[i] = new Run();
     }
 
-    private Conn conn(TcpTransport tcp, boolean leftSide, int j, int peer, ShmLink out, ShmLink in) throws IOException {
-        SocketChannel ch = tcp.channel(leftSide, j);
-        ch.configureBlocking(false);
-        SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
-        Conn c = new Conn(ch, key, (leftSide ? "left[" : "right[") + j + "]", peer, tcp.address(leftSide, j), out, in);
-        key.attach(c);
-        return c;
+    private Endpoint endpoint(RingConnection c, ShmLink out, ShmLink in) throws IOException {
+        Endpoint e = new Endpoint(c, out, in);
+        register(c, SelectionKey.OP_READ, e);
+        return e;
     }
-
-    int connections() { return left.length; }
 
     @Override
     void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
@@ -159,17 +139,17 @@ final class ShmTransport extends RingTransportBase {
         try {
             for (int i = 0; i < m; i++) {
                 RingSchedule.Stream s = streams.get(i);
-                Conn sendConn = s.sendOnLeft() ? left[s.connection()] : right[s.connection()];
-                Conn recvConn = s.sendOnLeft() ? right[s.connection()] : left[s.connection()];
+                Endpoint sendConn = s.sendOnLeft() ? left[s.connection()] : right[s.connection()];
+                Endpoint recvConn = s.sendOnLeft() ? right[s.connection()] : left[s.connection()];
                 runs[i].reset(s, work, source, block, stride, base, op, dtype, sendConn, recvConn);
             }
             for (int i = 0; i < m; i++) {
                 for (int j = 0; j < i; j++) {
                     if (runs[i].sendConn != null && runs[i].sendConn == runs[j].sendConn) {
-                        throw new IllegalStateException("two streams send on " + runs[i].sendConn.name);
+                        throw new IllegalStateException("two streams send on " + runs[i].sendConn.connection.name());
                     }
                     if (runs[i].recvConn != null && runs[i].recvConn == runs[j].recvConn) {
-                        throw new IllegalStateException("two streams receive on " + runs[i].recvConn.name);
+                        throw new IllegalStateException("two streams receive on " + runs[i].recvConn.connection.name());
                     }
                 }
             }
@@ -214,10 +194,7 @@ final class ShmTransport extends RingTransportBase {
                 long now = System.nanoTime();
                 long waited = now - idleSince;
                 if (waited > timeoutNanos) throw deadline(opName, m);
-                if (Thread.currentThread().isInterrupted()) {
-                    throw new PeerLostException("rank " + rank + ": " + opName + " was interrupted in the middle of the "
-                            + "operation; the ring's byte streams are now out of step, so the group is closed");
-                }
+                if (Thread.currentThread().isInterrupted()) throw interrupted(opName);
                 if (waited < spinNanos + yieldNanos) {
                     if ((idle & 7) == 0) pollLiveness();
                     Thread.yield();
@@ -226,8 +203,7 @@ final class ShmTransport extends RingTransportBase {
                 }
             }
         } catch (IOException | ClosedSelectorException e) {
-            if (closed) throw new PeerLostException("rank " + rank + ": " + opName + " failed: the ring group was closed", e);
-            throw new PeerLostException("rank " + rank + ": " + opName + " failed: " + e, e);
+            throw selectorFailed(opName, e);
         }
     }
 
@@ -274,11 +250,11 @@ final class ShmTransport extends RingTransportBase {
     }
 
     private void probe(SelectionKey key) {
-        Conn c = (Conn) key.attachment();
+        Endpoint c = (Endpoint) key.attachment();
         if (c == null || c.deadWhy != null) return;
         probeBuffer.clear();
         try {
-            int n = c.channel.read(probeBuffer);
+            int n = c.connection.channel().read(probeBuffer);
             if (n < 0) c.deadWhy = "the peer closed its connection (EOF)";
             // n > 0: doorbell bytes, read and forgotten
         } catch (IOException e) {
@@ -286,7 +262,7 @@ final class ShmTransport extends RingTransportBase {
             c.deadCause = e;
         }
         if (c.deadWhy != null) {
-            log.log("connection " + c.name + " to rank " + c.peer + ": " + c.deadWhy);
+            log.log("connection " + c.connection.name() + " to rank " + c.connection.peer() + ": " + c.deadWhy);
             key.interestOps(0);
         }
     }
@@ -303,8 +279,8 @@ final class ShmTransport extends RingTransportBase {
         }
     }
 
-    private PeerLostException lost(Conn c, String direction, String why, Throwable cause) {
-        return lostConnection(currentOp, c.describe(), c.peer, direction, why, cause);
+    private PeerLostException lost(Endpoint c, String direction, String why, Throwable cause) {
+        return lostConnection(currentOp, c.connection, direction, why, cause);
     }
 
     private DistributedException deadline(String opName, int m) {
@@ -312,10 +288,10 @@ final class ShmTransport extends RingTransportBase {
         for (int i = 0; i < m; i++) {
             Run r = runs[i];
             if (r.recvConn != null && !r.recvDone()) {
-                waiting.add("receiving " + r.recvRemaining() + " more byte(s) from " + r.recvConn.describe());
+                waiting.add("receiving " + r.recvRemaining() + " more byte(s) from " + describe(r.recvConn.connection));
             }
             if (r.sendConn != null && !r.sendDone() && r.sendWaitsForSpace) {
-                waiting.add("sending " + r.sendRemaining() + " more byte(s) to " + r.sendConn.describe()
+                waiting.add("sending " + r.sendRemaining() + " more byte(s) to " + describe(r.sendConn.connection)
                         + ", which stopped reading");
             }
         }
@@ -323,21 +299,7 @@ final class ShmTransport extends RingTransportBase {
     }
 
     @Override
-    void closeConnections() {
-        for (Conn c : left) RingConnector.closeQuietly(c.channel);
-        for (Conn c : right) RingConnector.closeQuietly(c.channel);
-    }
-
-    @Override
-    public void close() {
-        if (closed) return;
-        closed = true;
-        closeConnections();
-        try {
-            selector.close();
-        } catch (IOException ignored) {
-            // best effort
-        }
+    void release() {
         try {
             arena.close();
         } catch (IllegalStateException ignored) {
@@ -349,8 +311,8 @@ final class ShmTransport extends RingTransportBase {
 
     /** The progress of one {@link RingSchedule.Stream}; reused from operation to operation. */
     private static final class Run extends StreamCursor {
-        Conn sendConn;
-        Conn recvConn;
+        Endpoint sendConn;
+        Endpoint recvConn;
         ShmLink out;
         ShmLink in;
         boolean sendWaitsForSpace;
@@ -358,7 +320,7 @@ final class ShmTransport extends RingTransportBase {
         boolean outArmed;
 
         void reset(RingSchedule.Stream s, MemorySegment work, MemorySegment source, long block, long stride, long base,
-                   ReduceOp op, DType dtype, Conn sendConn, Conn recvConn) {
+                   ReduceOp op, DType dtype, Endpoint sendConn, Endpoint recvConn) {
             begin(s, work, source, block, stride, base, op, dtype);
             this.sendWaitsForSpace = false;
             boolean sendsBytes = false;

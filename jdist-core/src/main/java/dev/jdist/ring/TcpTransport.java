@@ -13,7 +13,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -47,87 +46,52 @@ final class TcpTransport extends RingTransportBase {
     private static final long SCRATCH_PER_STREAM_MAX = 4L << 20;
     private static final long SCRATCH_MIN = 64L << 10;
 
-    private final int leftRank;
-    private final int rightRank;
-    private final Socket[] left;
-    private final Socket[] right;
-    private final Selector selector;
+    private final Endpoint[] left;
+    private final Endpoint[] right;
     private final long timeoutNanos;
     private final String timeoutText;
     private final long spinNanos;
     private final MemorySegment[] scratch;
     private final long scratchCap;
 
-    /** One connection: the channel, its key, who uses it in the current operation, and what it is called in messages. */
-    static final class Socket {
-        final SocketChannel channel;
+    /** A connection as this transport drives it: its selection key and the streams using it in the current operation. */
+    private static final class Endpoint {
+        final RingConnection connection;
         final SelectionKey key;
-        final String name;          // e.g. "left[0]"
-        final int peer;
-        final String address;       // the hostfile address this connection was made to
         StreamRun sender;
         StreamRun receiver;
         int interest;
 
-        Socket(SocketChannel channel, SelectionKey key, String name, int peer, String address) {
-            this.channel = channel;
+        Endpoint(RingConnection connection, SelectionKey key) {
+            this.connection = connection;
             this.key = key;
-            this.name = name;
-            this.peer = peer;
-            this.address = address;
-        }
-
-        String describe() {
-            return "rank " + peer + " (" + address + ", connection " + name + ")";
         }
     }
 
-    /**
-     * @param leftAddresses  this rank's own addresses (where {@code left[j]} was accepted)
-     * @param rightAddresses the right neighbour's addresses ({@code right[j]} was connected to)
-     */
-    TcpTransport(int rank, int leftRank, int rightRank, SocketChannel[] left, SocketChannel[] right,
-               List<String> leftAddresses, List<String> rightAddresses, long timeoutNanos, String timeoutText, RingLog log,
-               long spinNanos) throws IOException {
-        super(rank, log);
+    TcpTransport(int rank, RingConnector.Connections connections, long timeoutNanos, String timeoutText, RingLog log,
+                 long spinNanos) throws IOException {
+        super(rank, connections, log, "");
         this.spinNanos = spinNanos;
-        this.leftRank = leftRank;
-        this.rightRank = rightRank;
         this.timeoutNanos = timeoutNanos;
         this.timeoutText = timeoutText;
-        this.selector = Selector.open();
-        this.left = new Socket[left.length];
-        this.right = new Socket[right.length];
-        for (int j = 0; j < left.length; j++) {
-            left[j].configureBlocking(false);
-            this.left[j] = new Socket(left[j], left[j].register(selector, 0), "left[" + j + "]", leftRank,
-                    leftAddresses.get(j));
-            this.left[j].key.attach(this.left[j]);
+        int k = connections.perNeighbour();
+        this.left = new Endpoint[k];
+        this.right = new Endpoint[k];
+        for (int j = 0; j < k; j++) {
+            left[j] = endpoint(connections.left().get(j));
+            right[j] = endpoint(connections.right().get(j));
         }
-        for (int j = 0; j < right.length; j++) {
-            right[j].configureBlocking(false);
-            this.right[j] = new Socket(right[j], right[j].register(selector, 0), "right[" + j + "]", rightRank,
-                    rightAddresses.get(j));
-            this.right[j].key.attach(this.right[j]);
-        }
-        int streams = 2 * Math.max(1, left.length);
+        int streams = 2 * Math.max(1, k);
         this.scratch = new MemorySegment[streams];
         this.scratchCap = Math.max(SCRATCH_MIN, Math.min(SCRATCH_PER_STREAM_MAX, SCRATCH_PER_GROUP / streams) & ~7L);
     }
 
-    int connections() { return left.length; }
-
-    int rank() { return rank; }
-
-    int leftRank() { return leftRank; }
-
-    int rightRank() { return rightRank; }
-
-    /** Connection {@code left[j]} (accepted from the left neighbour) or {@code right[j]} (made to the right one). */
-    SocketChannel channel(boolean leftSide, int j) { return (leftSide ? left : right)[j].channel; }
-
-    /** The address connection {@code left[j]}/{@code right[j]} was made to. */
-    String address(boolean leftSide, int j) { return (leftSide ? left : right)[j].address; }
+    private Endpoint endpoint(RingConnection c) throws IOException {
+        SelectionKey key = register(c, 0, null);
+        Endpoint e = new Endpoint(c, key);
+        key.attach(e);
+        return e;
+    }
 
     /**
      * Hands the connections over to another transport ({@link ShmTransport}): closes this transport's
@@ -135,11 +99,7 @@ final class TcpTransport extends RingTransportBase {
      */
     void detach() {
         closed = true;
-        try {
-            selector.close();
-        } catch (IOException ignored) {
-            // best effort: the keys are cancelled either way
-        }
+        RingConnector.closeQuietly(selector);
     }
 
     @Override
@@ -150,17 +110,17 @@ final class TcpTransport extends RingTransportBase {
         try {
             for (int i = 0; i < streams.size(); i++) {
                 RingSchedule.Stream s = streams.get(i);
-                Socket sendSock = s.sendOnLeft() ? left[s.connection()] : right[s.connection()];
-                Socket recvSock = s.sendOnLeft() ? right[s.connection()] : left[s.connection()];
+                Endpoint sendSock = s.sendOnLeft() ? left[s.connection()] : right[s.connection()];
+                Endpoint recvSock = s.sendOnLeft() ? right[s.connection()] : left[s.connection()];
                 StreamRun run = new StreamRun(s, work, source, block, stride, base, op, dtype,
                         s.sends().isEmpty() ? null : sendSock, s.recvs().isEmpty() ? null : recvSock,
                         needsScratch(s) ? scratchFor(i, s) : null);
                 if (run.sendSock != null) {
-                    if (sendSock.sender != null) throw new IllegalStateException("two streams send on " + sendSock.name);
+                    if (sendSock.sender != null) throw new IllegalStateException("two streams send on " + sendSock.connection.name());
                     sendSock.sender = run;
                 }
                 if (run.recvSock != null) {
-                    if (recvSock.receiver != null) throw new IllegalStateException("two streams receive on " + recvSock.name);
+                    if (recvSock.receiver != null) throw new IllegalStateException("two streams receive on " + recvSock.connection.name());
                     recvSock.receiver = run;
                 }
                 runs.add(run);
@@ -216,24 +176,20 @@ final class TcpTransport extends RingTransportBase {
                     Thread.yield();
                     continue;
                 }
-                for (Socket s : left) updateInterest(s);
-                for (Socket s : right) updateInterest(s);
+                for (Endpoint s : left) updateInterest(s);
+                for (Endpoint s : right) updateInterest(s);
                 long waitNanos = timeoutNanos - (now - lastProgress);
                 if (waitNanos <= 0) throw deadline(opName, runs);
-                if (Thread.currentThread().isInterrupted()) {
-                    throw new PeerLostException("rank " + rank + ": " + opName + " was interrupted in the middle of the "
-                            + "operation; the ring's byte streams are now out of step, so the group is closed");
-                }
+                if (Thread.currentThread().isInterrupted()) throw interrupted(opName);
                 selector.select(Math.max(1, (waitNanos + 999_999) / 1_000_000));
                 selector.selectedKeys().clear();
             }
         } catch (IOException | ClosedSelectorException e) {
-            if (closed) throw new PeerLostException("rank " + rank + ": " + opName + " failed: the ring group was closed", e);
-            throw new PeerLostException("rank " + rank + ": " + opName + " failed: " + e, e);
+            throw selectorFailed(opName, e);
         }
     }
 
-    private static void updateInterest(Socket s) {
+    private static void updateInterest(Endpoint s) {
         int want = (s.sender != null && s.sender.wantsWrite ? SelectionKey.OP_WRITE : 0)
                 | (s.receiver != null && s.receiver.wantsRead ? SelectionKey.OP_READ : 0);
         if (want != s.interest) {
@@ -246,44 +202,26 @@ final class TcpTransport extends RingTransportBase {
         List<String> waiting = new ArrayList<>();
         for (StreamRun r : runs) {
             if (r.recvSock != null && !r.recvDone()) {
-                waiting.add("receiving " + r.recvRemaining() + " more byte(s) from " + r.recvSock.describe());
+                waiting.add("receiving " + r.recvRemaining() + " more byte(s) from " + describe(r.recvSock.connection));
             }
             if (r.sendSock != null && !r.sendDone() && r.wantsWrite) {
-                waiting.add("sending " + r.sendRemaining() + " more byte(s) to " + r.sendSock.describe()
+                waiting.add("sending " + r.sendRemaining() + " more byte(s) to " + describe(r.sendSock.connection)
                         + ", which stopped reading");
             }
         }
         return noProgress(opName, timeoutText, waiting, "hung, stopped, unreachable, or");
     }
 
-    private PeerLostException lost(String opName, Socket s, boolean sending, String why, Throwable cause) {
-        return lostConnection(opName, s.describe(), s.peer, sending ? "sending" : "receiving", why, cause);
-    }
-
-    @Override
-    void closeConnections() {
-        for (Socket s : left) RingConnector.closeQuietly(s.channel);
-        for (Socket s : right) RingConnector.closeQuietly(s.channel);
-    }
-
-    @Override
-    public void close() {
-        if (closed) return;
-        closed = true;
-        closeConnections();
-        try {
-            selector.close();
-        } catch (IOException ignored) {
-            // best effort
-        }
+    private PeerLostException lost(String opName, Endpoint s, boolean sending, String why, Throwable cause) {
+        return lostConnection(opName, s.connection, sending ? "sending" : "receiving", why, cause);
     }
 
     // ------------------------------------------------------------------ one stream of one operation
 
     /** The progress of one {@link RingSchedule.Stream}: positions in its send and receive item lists. */
     final class StreamRun extends StreamCursor {
-        final Socket sendSock;
-        final Socket recvSock;
+        final Endpoint sendSock;
+        final Endpoint recvSock;
         final MemorySegment scratch;
         final ByteBuffer scratchBuf;
 
@@ -304,7 +242,7 @@ final class TcpTransport extends RingTransportBase {
         private long recvWindowIndex = -1;
 
         StreamRun(RingSchedule.Stream s, MemorySegment work, MemorySegment source, long srcBlock, long srcStride,
-                  long srcBase, ReduceOp op, DType dtype, Socket sendSock, Socket recvSock, MemorySegment scratch) {
+                  long srcBase, ReduceOp op, DType dtype, Endpoint sendSock, Endpoint recvSock, MemorySegment scratch) {
             begin(s, work, source, srcBlock, srcStride, srcBase, op, dtype);
             this.sendSock = sendSock;
             this.recvSock = recvSock;
@@ -361,7 +299,7 @@ final class TcpTransport extends RingTransportBase {
                         : sendBuffer(item.offset() + sendPos, limit - sendPos);
                 int n;
                 try {
-                    n = sendSock.channel.write(b);
+                    n = sendSock.connection.channel().write(b);
                 } catch (IOException e) {
                     throw lost(opName, sendSock, true, String.valueOf(e.getMessage()), e);
                 }
@@ -399,7 +337,7 @@ final class TcpTransport extends RingTransportBase {
                 }
                 int n;
                 try {
-                    n = recvSock.channel.read(b);
+                    n = recvSock.connection.channel().read(b);
                 } catch (IOException e) {
                     throw lost(opName, recvSock, false, String.valueOf(e.getMessage()), e);
                 }
