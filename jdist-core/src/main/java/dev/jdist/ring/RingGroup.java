@@ -181,11 +181,11 @@ public final class RingGroup implements GroupImpl {
             MemorySegment w = small.asSlice(0, (long) size * s);
             w.fill((byte) 0);
             MemorySegment.copy(in.segment(), 0, w, 0, e * s);
-            engine.run(name, streams, w, op, dtype);
+            engine.run(Transfer.reduce(name, streams, w, op, dtype));
             MemorySegment.copy(w, 0, out.segment(), 0, e * s);
         } else {
             // out starts as a copy of in: the transport copies, or reads in where the schedule first touches each byte
-            engine.runFromSource(name, streams, out.segment(), in.segment(), op, dtype);
+            engine.run(Transfer.reduceFrom(name, streams, out.segment(), in.segment(), op, dtype));
         }
     }
 
@@ -200,7 +200,7 @@ public final class RingGroup implements GroupImpl {
         MemorySegment.copy(in.segment(), 0, out.segment(), rank * bytes, bytes);
         List<RingSchedule.Stream> streams = lastAllGather.matches(bytes, 0) ? lastAllGather.streams
                 : lastAllGather.remember(bytes, 0, RingSchedule.allGather(rank, size, k, bytes));
-        engine.run("all_gather", streams, out.segment(), null, null);
+        engine.run(Transfer.of("all_gather", streams, out.segment()));
     }
 
     @Override
@@ -223,7 +223,8 @@ public final class RingGroup implements GroupImpl {
             List<RingSchedule.Stream> streams = lastSumScatter.matches(m, s) ? lastSumScatter.streams
                     : lastSumScatter.remember(m, s, RingSchedule.sumScatter(rank, size, k, m, s));
             // work block c = piece [lo, lo+m) of chunk c: read from the input where the schedule first needs it
-            engine.runFromSource("sum_scatter", streams, work, in.segment(), m * s, chunk * s, lo * s, ReduceOp.SUM, dtype);
+            engine.run(Transfer.reduceFromBlocks("sum_scatter", streams, work, in.segment(), m * s, chunk * s, lo * s,
+                    ReduceOp.SUM, dtype));
             MemorySegment.copy(work, rank * m * s, out.segment(), lo * s, m * s);
         }
     }
@@ -242,7 +243,7 @@ public final class RingGroup implements GroupImpl {
         if (size == 1) throw new IllegalArgumentException("cannot send to a singleton group");
         List<RingSchedule.Stream> streams = lastSend.matches(x.nbytes(), dst) ? lastSend.streams
                 : lastSend.remember(x.nbytes(), dst, RingSchedule.pointToPoint(rank, size, k, x.nbytes(), dst, true));
-        engine.run("send to rank " + dst, streams, x.segment(), null, null);
+        engine.run(Transfer.of("send to rank " + dst, streams, x.segment()));
     }
 
     @Override
@@ -250,7 +251,7 @@ public final class RingGroup implements GroupImpl {
         if (size == 1) throw new IllegalArgumentException("cannot recv from a singleton group");
         List<RingSchedule.Stream> streams = lastRecv.matches(out.nbytes(), src) ? lastRecv.streams
                 : lastRecv.remember(out.nbytes(), src, RingSchedule.pointToPoint(rank, size, k, out.nbytes(), src, false));
-        engine.run("recv from rank " + src, streams, out.segment(), null, null);
+        engine.run(Transfer.of("recv from rank " + src, streams, out.segment()));
     }
 
     private static void copy(MemorySegment from, MemorySegment to) {

@@ -1,13 +1,10 @@
 package dev.jdist.ring;
 
-import dev.jdist.DType;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
-import dev.jdist.ReduceOp;
 
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.util.List;
@@ -46,9 +43,8 @@ abstract class RingTransportBase implements RingTransport {
     /** How messages name connection {@code c} (peer rank, address, {@code left[j]}/{@code right[j]}). */
     final String describe(RingConnection c) { return c.describe(connectionDetail); }
 
-    /** Runs the streams; {@code source} null means work already holds the input. Failures propagate. */
-    abstract void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                          long block, long stride, long base, ReduceOp op, DType dtype);
+    /** Runs the transfer's streams (at least one). Failures propagate. */
+    abstract void execute(Transfer transfer);
 
     /** Frees what the transport holds besides the connections and the selector (called once, by {@link #close()}). */
     void release() {}
@@ -68,31 +64,17 @@ abstract class RingTransportBase implements RingTransport {
     }
 
     @Override
-    public final void run(String opName, List<RingSchedule.Stream> streams, MemorySegment work, ReduceOp op, DType dtype) {
-        guarded(opName, streams, work, null, 1, 0, 0, op, dtype);
-    }
-
-    @Override
-    public final void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                                    long blockBytes, long sourceStride, long sourceOffset, ReduceOp op, DType dtype) {
-        if (RingTransport.nothingToCopy(work, source, blockBytes, sourceStride, sourceOffset)) {
-            guarded(opName, streams, work, null, 1, 0, 0, op, dtype);
-        } else {
-            guarded(opName, streams, work, source, blockBytes, sourceStride, sourceOffset, op, dtype);
-        }
-    }
-
-    private void guarded(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                         long block, long stride, long base, ReduceOp op, DType dtype) {
-        checkUsable(opName);
+    public final void run(Transfer t) {
+        checkUsable(t.opName());
+        if (t.streams().isEmpty()) return;
         try {
-            execute(opName, streams, work, source, block, stride, base, op, dtype);
+            execute(t);
         } catch (DistributedException e) {
             breakGroup(e);
             throw e;
         } catch (RuntimeException | Error e) {
             // anything unexpected mid-operation leaves the byte streams out of step: the group cannot go on
-            breakGroup(new PeerLostException("rank " + rank + ": " + opName + " failed unexpectedly (" + e
+            breakGroup(new PeerLostException("rank " + rank + ": " + t.opName() + " failed unexpectedly (" + e
                     + "); the ring's byte streams are out of step, so the group is closed", e));
             throw e;
         }

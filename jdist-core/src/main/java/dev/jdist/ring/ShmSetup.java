@@ -212,7 +212,7 @@ final class ShmSetup {
         String hint = " (during " + what + " of " + RingSettings.TRANSPORT + "=shm; every rank must be started with the "
                 + "same " + RingSettings.TRANSPORT + ")";
         try {
-            tcp.run("shared-memory set-up", RingSchedule.allGather(r, n, k, b), all, null, null);
+            tcp.run(Transfer.of("shared-memory set-up", RingSchedule.allGather(r, n, k, b), all));
         } catch (DeadlineExceededException e) {
             throw new DeadlineExceededException(e.getMessage() + hint, e);
         } catch (PeerLostException e) {

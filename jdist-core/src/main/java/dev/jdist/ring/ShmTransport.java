@@ -1,10 +1,8 @@
 package dev.jdist.ring;
 
-import dev.jdist.DType;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
-import dev.jdist.ReduceOp;
 import dev.jdist.reduce.Reducer;
 
 import java.io.IOException;
@@ -28,9 +26,9 @@ import java.util.function.Consumer;
  * outgoing links and reduces (or copies) what arrived straight out of the incoming links into the
  * work buffer — no intermediate copy — in bursts of {@link #burstBytes}, so a chunk it just
  * reduced is usually still in the cache when it forwards it. For reductions whose work buffer starts
- * as a copy of the input ({@link #runFromSource}), the input is read where the schedule first
- * touches each byte instead of being copied up front. Nothing is allocated per operation: the stream
- * states are reused.
+ * as a copy of the input ({@link Transfer#source()}), the input is read where the schedule first
+ * touches each byte instead of being copied up front. The stream states are reused from operation to
+ * operation.
  *
  * <p>Waiting: a short spin ({@link Thread#onSpinWait}, ~2 µs), then {@link Thread#yield} (~1 ms,
  * checking the connections now and then), then sleep: the waiter raises the sleeping flag
@@ -130,18 +128,17 @@ final class ShmTransport extends RingTransportBase {
     }
 
     @Override
-    void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                 long block, long stride, long base, ReduceOp op, DType dtype) {
+    void execute(Transfer t) {
+        List<RingSchedule.Stream> streams = t.streams();
         int m = streams.size();
-        if (m == 0) return;
         if (m > runs.length) throw new IllegalStateException(m + " streams for " + runs.length + " stream slots");
-        currentOp = opName;
+        currentOp = t.opName();
         try {
             for (int i = 0; i < m; i++) {
                 RingSchedule.Stream s = streams.get(i);
                 Endpoint sendConn = s.sendOnLeft() ? left[s.connection()] : right[s.connection()];
                 Endpoint recvConn = s.sendOnLeft() ? right[s.connection()] : left[s.connection()];
-                runs[i].reset(s, work, source, block, stride, base, op, dtype, sendConn, recvConn);
+                runs[i].reset(s, t, sendConn, recvConn);
             }
             for (int i = 0; i < m; i++) {
                 for (int j = 0; j < i; j++) {
@@ -153,7 +150,7 @@ final class ShmTransport extends RingTransportBase {
                     }
                 }
             }
-            drive(opName, m);
+            drive(t.opName(), m);
         } finally {
             for (int i = 0; i < m; i++) runs[i].clear();
         }
@@ -319,9 +316,8 @@ final class ShmTransport extends RingTransportBase {
         boolean inArmed;
         boolean outArmed;
 
-        void reset(RingSchedule.Stream s, MemorySegment work, MemorySegment source, long block, long stride, long base,
-                   ReduceOp op, DType dtype, Endpoint sendConn, Endpoint recvConn) {
-            begin(s, work, source, block, stride, base, op, dtype);
+        void reset(RingSchedule.Stream s, Transfer t, Endpoint sendConn, Endpoint recvConn) {
+            begin(s, t);
             this.sendWaitsForSpace = false;
             boolean sendsBytes = false;
             for (int i = 0, m = sends.size(); i < m && !sendsBytes; i++) sendsBytes = sends.get(i).length() > 0;
@@ -341,6 +337,7 @@ final class ShmTransport extends RingTransportBase {
         void clear() {
             sends = null;
             recvs = null;
+            transfer = null;
             work = null;
             source = null;
             sendConn = null;
@@ -374,7 +371,7 @@ final class ShmTransport extends RingTransportBase {
                 }
                 // the first item of a stream is untouched input: read it from the source when there is one
                 if (source != null && sendIdx == 0) {
-                    out.write(source, src(item.offset() + sendPos), n);
+                    out.write(source, transfer.sourceOffsetOf(item.offset() + sendPos), n);
                 } else {
                     out.write(work, item.offset() + sendPos, n);
                 }
@@ -406,8 +403,8 @@ final class ShmTransport extends RingTransportBase {
                     n = Math.min(n, in.contiguous());
                     n -= n % itemSize;
                     if (n <= 0) return progress;   // cannot happen: positions stay element-aligned
-                    if (source != null) MemorySegment.copy(source, src(dst), work, dst, n);
-                    Reducer.reduce(op, dtype, work, dst, in.data(), in.readOffset(), n / itemSize);
+                    if (source != null) MemorySegment.copy(source, transfer.sourceOffsetOf(dst), work, dst, n);
+                    Reducer.reduce(transfer.op(), transfer.dtype(), work, dst, in.data(), in.readOffset(), n / itemSize);
                     in.release(n);
                 } else {
                     in.read(work, dst, n);

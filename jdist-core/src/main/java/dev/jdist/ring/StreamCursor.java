@@ -1,8 +1,5 @@
 package dev.jdist.ring;
 
-import dev.jdist.DType;
-import dev.jdist.ReduceOp;
-
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 
@@ -15,34 +12,26 @@ abstract class StreamCursor {
     List<RingSchedule.Item> sends;
     List<RingSchedule.Item> recvs;
     boolean chained;
+    /** The operation's request; {@link #work} and {@link #source} are its buffers. */
+    Transfer transfer;
     MemorySegment work;
-    /** Null, or where work's bytes start out ({@link RingTransport#runFromSource}). */
+    /** Null, or where work's bytes start out ({@link Transfer#sourceOffsetOf}). */
     MemorySegment source;
-    long srcBlock = 1;
-    long srcStride;
-    long srcBase;
-    ReduceOp op;
-    DType dtype;
     int itemSize;
     int sendIdx;
     long sendPos;
     int recvIdx;
     long recvPos;      // bytes of the current receive item that arrived
 
-    /** Points the cursor at the start of {@code s} for one operation. */
-    final void begin(RingSchedule.Stream s, MemorySegment work, MemorySegment source, long block, long stride, long base,
-                     ReduceOp op, DType dtype) {
+    /** Points the cursor at the start of {@code s}, one stream of {@code t}. */
+    final void begin(RingSchedule.Stream s, Transfer t) {
         this.sends = s.sends();
         this.recvs = s.recvs();
         this.chained = s.chained();
-        this.work = work;
-        this.source = source;
-        this.srcBlock = block;
-        this.srcStride = stride;
-        this.srcBase = base;
-        this.op = op;
-        this.dtype = dtype;
-        this.itemSize = dtype == null ? 1 : dtype.itemSize();
+        this.transfer = t;
+        this.work = t.work();
+        this.source = t.source();
+        this.itemSize = t.itemSize();
         this.sendIdx = 0;
         this.sendPos = 0;
         this.recvIdx = 0;
@@ -51,9 +40,6 @@ abstract class StreamCursor {
 
     /** Bytes of the current receive item already stored in (or combined into) the work buffer. */
     abstract long recvStored();
-
-    /** Where the bytes at work offset x start out in the source (items never cross a block). */
-    final long src(long x) { return srcBase + (x / srcBlock) * srcStride + x % srcBlock; }
 
     final boolean sendDone() { return sendIdx >= sends.size(); }
 

@@ -1,9 +1,7 @@
 package dev.jdist.ring;
 
-import dev.jdist.DType;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
-import dev.jdist.ReduceOp;
 import dev.jdist.reduce.Reducer;
 
 import java.io.IOException;
@@ -103,29 +101,31 @@ final class TcpTransport extends RingTransportBase {
     }
 
     @Override
-    void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                 long block, long stride, long base, ReduceOp op, DType dtype) {
-        if (streams.isEmpty()) return;
+    void execute(Transfer t) {
+        List<RingSchedule.Stream> streams = t.streams();
         List<StreamRun> runs = new ArrayList<>(streams.size());
         try {
             for (int i = 0; i < streams.size(); i++) {
                 RingSchedule.Stream s = streams.get(i);
                 Endpoint sendSock = s.sendOnLeft() ? left[s.connection()] : right[s.connection()];
                 Endpoint recvSock = s.sendOnLeft() ? right[s.connection()] : left[s.connection()];
-                StreamRun run = new StreamRun(s, work, source, block, stride, base, op, dtype,
-                        s.sends().isEmpty() ? null : sendSock, s.recvs().isEmpty() ? null : recvSock,
-                        needsScratch(s) ? scratchFor(i, s) : null);
+                StreamRun run = new StreamRun(s, t, s.sends().isEmpty() ? null : sendSock,
+                        s.recvs().isEmpty() ? null : recvSock, needsScratch(s) ? scratchFor(i, s) : null);
                 if (run.sendSock != null) {
-                    if (sendSock.sender != null) throw new IllegalStateException("two streams send on " + sendSock.connection.name());
+                    if (sendSock.sender != null) {
+                        throw new IllegalStateException("two streams send on " + sendSock.connection.name());
+                    }
                     sendSock.sender = run;
                 }
                 if (run.recvSock != null) {
-                    if (recvSock.receiver != null) throw new IllegalStateException("two streams receive on " + recvSock.connection.name());
+                    if (recvSock.receiver != null) {
+                        throw new IllegalStateException("two streams receive on " + recvSock.connection.name());
+                    }
                     recvSock.receiver = run;
                 }
                 runs.add(run);
             }
-            drive(opName, runs);
+            drive(t.opName(), runs);
         } finally {
             for (StreamRun r : runs) {
                 if (r.sendSock != null) r.sendSock.sender = null;
@@ -241,9 +241,8 @@ final class TcpTransport extends RingTransportBase {
         private ByteBuffer recvWindow;
         private long recvWindowIndex = -1;
 
-        StreamRun(RingSchedule.Stream s, MemorySegment work, MemorySegment source, long srcBlock, long srcStride,
-                  long srcBase, ReduceOp op, DType dtype, Endpoint sendSock, Endpoint recvSock, MemorySegment scratch) {
-            begin(s, work, source, srcBlock, srcStride, srcBase, op, dtype);
+        StreamRun(RingSchedule.Stream s, Transfer t, Endpoint sendSock, Endpoint recvSock, MemorySegment scratch) {
+            begin(s, t);
             this.sendSock = sendSock;
             this.recvSock = recvSock;
             this.scratch = scratch;
@@ -295,7 +294,7 @@ final class TcpTransport extends RingTransportBase {
                 long limit = sendable(sendIdx, len);
                 if (sendPos >= limit) return progress;
                 // a stream's first item is untouched input: with a source, it goes out of the source
-                ByteBuffer b = source != null && sendIdx == 0 ? sourceBuffer(src(item.offset() + sendPos), limit - sendPos)
+                ByteBuffer b = source != null && sendIdx == 0 ? sourceBuffer(transfer.sourceOffsetOf(item.offset() + sendPos), limit - sendPos)
                         : sendBuffer(item.offset() + sendPos, limit - sendPos);
                 int n;
                 try {
@@ -353,8 +352,8 @@ final class TcpTransport extends RingTransportBase {
                     long whole = (scratchFill - scratchUsed) / itemSize;
                     if (whole > 0) {
                         long dst = item.offset() + recvDoneLen;
-                        if (source != null) MemorySegment.copy(source, src(dst), work, dst, whole * itemSize);
-                        Reducer.reduce(op, dtype, work, dst, scratch, scratchUsed, whole);
+                        if (source != null) MemorySegment.copy(source, transfer.sourceOffsetOf(dst), work, dst, whole * itemSize);
+                        Reducer.reduce(transfer.op(), transfer.dtype(), work, dst, scratch, scratchUsed, whole);
                         recvDoneLen += whole * itemSize;
                         scratchUsed += whole * itemSize;
                     }
