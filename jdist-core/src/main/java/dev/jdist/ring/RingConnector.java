@@ -31,10 +31,10 @@ import java.util.List;
 final class RingConnector {
 
     /** A bound, listening own address. */
-    record Listener(int index, String text, ServerSocketChannel channel) {}
+    private record Listener(int index, String text, ServerSocketChannel channel) {}
 
     /** An address of the right neighbour to connect to. */
-    record Target(int index, String text, InetSocketAddress address) {}
+    private record Target(int index, String text, InetSocketAddress address) {}
 
     /** The result: the accepted {@code left} and initiated {@code right} connections, non-blocking, index j at j. */
     record Connections(List<RingConnection> left, List<RingConnection> right) {
@@ -52,18 +52,42 @@ final class RingConnector {
     private static final long MAX_RETRY_MILLIS = 1000;
     private static final int MAX_PENDING_HANDSHAKES = 16;
 
+    private final RingSettings settings;
     private final int rank;
     private final int leftRank;
     private final int rightRank;
     private final RingLog log;
     private final RingAuthenticator auth;
 
-    RingConnector(int rank, int leftRank, int rightRank, RingLog log, String jobToken) {
-        this.rank = rank;
-        this.leftRank = leftRank;
-        this.rightRank = rightRank;
+    /** A connector for this rank of the ring that {@code settings} describe (at least 2 ranks). */
+    RingConnector(RingSettings settings, RingLog log) {
+        this.settings = settings;
+        this.rank = settings.rank();
+        this.leftRank = settings.leftRank();
+        this.rightRank = settings.rightRank();
         this.log = log;
-        this.auth = jobToken == null ? null : new RingAuthenticator(jobToken);
+        this.auth = settings.jobToken() == null ? null : new RingAuthenticator(settings.jobToken());
+    }
+
+    /**
+     * Binds and listens on every address of this rank's hostfile entry, in order; closes what it opened when one
+     * fails.
+     */
+    static List<ServerSocketChannel> listenOnOwnAddresses(RingSettings settings) {
+        RingHostfile hf = settings.hostfile();
+        List<RingHostfile.Address> own = hf.addresses(settings.rank());
+        List<ServerSocketChannel> bound = new ArrayList<>();
+        try {
+            for (int j = 0; j < own.size(); j++) {
+                RingHostfile.Address a = own.get(j);
+                bound.add(listen(a.socketAddress(), a.text(),
+                        "rank " + settings.rank() + " (address " + j + " of its entry in " + hf.source() + ")"));
+            }
+        } catch (RuntimeException e) {
+            for (ServerSocketChannel ch : bound) closeQuietly(ch);
+            throw e;
+        }
+        return bound;
     }
 
     /**
@@ -95,8 +119,19 @@ final class RingConnector {
         }
     }
 
-    /** Forms the connections; closes the listeners either way. */
-    Connections connect(List<Listener> listeners, List<Target> targets, Duration timeout) {
+    /**
+     * Forms the connections: accepts {@code left[j]} on {@code bound.get(j)} (listening on this rank's address j)
+     * while connecting {@code right[j]} to the right neighbour's address j, until the settings' timeout; closes the
+     * listeners either way.
+     */
+    Connections connect(List<ServerSocketChannel> bound) {
+        List<RingHostfile.Address> own = settings.hostfile().addresses(rank);
+        List<RingHostfile.Address> theirs = settings.hostfile().addresses(rightRank);
+        List<Listener> listeners = new ArrayList<>();
+        for (int j = 0; j < bound.size(); j++) listeners.add(new Listener(j, own.get(j).text(), bound.get(j)));
+        List<Target> targets = new ArrayList<>();
+        for (int j = 0; j < theirs.size(); j++) targets.add(new Target(j, theirs.get(j).text(), theirs.get(j).socketAddress()));
+        Duration timeout = settings.timeout();
         long start = System.nanoTime();
         long deadline = start + timeout.toNanos();
         Selector selector = null;

@@ -22,6 +22,12 @@ import java.util.List;
  * each a JSON array of {@code "host:port"} strings (a bare string is accepted as a one-address entry).
  * Everything is validated before any socket is opened; every problem is a {@link ConfigException}
  * naming the file and the offending item.
+ *
+ * <p>A ring formed without a file (a split's sub-ring, or ranks placed by other means) builds the record in
+ * memory from its address lists, with {@code path} null.
+ *
+ * @param path  the file it was read from, or null when built in memory
+ * @param ranks the address list of every rank, in rank order
  */
 public record RingHostfile(Path path, List<List<Address>> ranks) {
 
@@ -32,6 +38,9 @@ public record RingHostfile(Path path, List<List<Address>> ranks) {
     }
 
     public int size() { return ranks.size(); }
+
+    /** What messages call it: the file's path, or "the in-memory hostfile". */
+    public String source() { return path == null ? "the in-memory hostfile" : path.toString(); }
 
     /** The address list A(q) of rank q. */
     public List<Address> addresses(int q) { return ranks.get(q); }

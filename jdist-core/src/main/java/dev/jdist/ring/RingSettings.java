@@ -6,6 +6,7 @@ import dev.jdist.ConfigException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 
 /**
@@ -50,7 +51,41 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
     /** Default deadline for connection set-up and for progress inside one operation. */
     public static final long DEFAULT_TIMEOUT_SECONDS = JdistTimeout.DEFAULT.toSeconds();
 
+    public RingSettings {
+        Objects.requireNonNull(hostfile, "hostfile");
+        Objects.requireNonNull(timeout, "timeout");
+        Objects.requireNonNull(transport, "transport");
+        if (rank < 0 || rank >= hostfile.size()) {
+            throw new IllegalArgumentException("rank " + rank + " is not a rank of the " + hostfile.size() + "-rank ring in "
+                    + hostfile.source());
+        }
+    }
+
+    /**
+     * The settings of rank {@code rank} of the ring {@code hostfile} describes, everything else at its default:
+     * TCP, the default timeout, no job token, not verbose (what {@link #fromEnvironment} gives when only
+     * {@code MLX_RANK} and {@code MLX_HOSTFILE} are set).
+     */
+    public static RingSettings of(int rank, RingHostfile hostfile) {
+        return new RingSettings(rank, hostfile, false, Duration.ofSeconds(DEFAULT_TIMEOUT_SECONDS), null,
+                DEFAULT_SPIN_MICROS, Transport.TCP, DEFAULT_SHM_BUFFER_KIB * 1024);
+    }
+
+    /** The same settings for rank {@code rank} of another ring (a split's sub-ring, described by {@code hostfile}). */
+    public RingSettings forRing(int rank, RingHostfile hostfile) {
+        return new RingSettings(rank, hostfile, verbose, timeout, jobToken, spinMicros, transport, shmLinkBytes);
+    }
+
     public int size() { return hostfile.size(); }
+
+    /** The rank this one accepts its {@code left} connections from. */
+    public int leftRank() { return (rank - 1 + size()) % size(); }
+
+    /** The rank this one makes its {@code right} connections to. */
+    public int rightRank() { return (rank + 1) % size(); }
+
+    /** Connections per neighbour: the number of addresses in this rank's hostfile entry. */
+    public int connectionsPerNeighbour() { return hostfile.addresses(rank).size(); }
 
     public boolean authenticated() { return jobToken != null; }
 

@@ -16,20 +16,28 @@ import java.util.List;
  * closed and the neighbours fail too.
  */
 abstract class RingTransportBase implements RingTransport {
+    final RingSettings settings;
     final int rank;
     final RingLog log;
     final RingConnector.Connections connections;
     final Selector selector;
+    /** {@code JDIST_TIMEOUT}: the longest an operation may go without progress. */
+    final long timeoutNanos;
+    /** {@link #timeoutNanos} as messages say it, in seconds. */
+    final String timeoutText;
     /** Said after the connection in messages: "" for TCP, ", shared memory" for shm. */
     private final String connectionDetail;
     private volatile DistributedException broken;
     volatile boolean closed;
 
-    RingTransportBase(int rank, RingConnector.Connections connections, RingLog log, String connectionDetail)
+    RingTransportBase(RingSettings settings, RingConnector.Connections connections, RingLog log, String connectionDetail)
             throws IOException {
-        this.rank = rank;
+        this.settings = settings;
+        this.rank = settings.rank();
         this.connections = connections;
         this.log = log;
+        this.timeoutNanos = settings.timeout().toNanos();
+        this.timeoutText = RingConnector.seconds(settings.timeout());
         this.connectionDetail = connectionDetail;
         this.selector = Selector.open();
     }
@@ -92,7 +100,7 @@ abstract class RingTransportBase implements RingTransport {
      * No progress for the deadline: what the operation was waiting for ({@code waiting}) and what the peer may
      * be ({@code peerStates}, e.g. "hung, stopped, or").
      */
-    final DeadlineExceededException noProgress(String opName, String timeoutText, List<String> waiting, String peerStates) {
+    final DeadlineExceededException noProgress(String opName, List<String> waiting, String peerStates) {
         return new DeadlineExceededException("rank " + rank + ": " + opName + " made no progress for " + timeoutText
                 + " s (JDIST_TIMEOUT) while " + String.join("; ", waiting) + ". The peer may be " + peerStates
                 + " running a different sequence of operations; raise JDIST_TIMEOUT if it is just slow. "

@@ -69,16 +69,16 @@ final class ShmSetup {
     static long fileBytes(int k, long capacity) { return FILE_HEADER + 2L * k * ShmLink.regionBytes(capacity); }
 
     /**
-     * Runs the set-up over {@code tcp} (a formed ring of {@code n} ranks, over {@code connections}) and returns the
-     * shared-memory transport that replaces it on the same connections; {@code tcp} is detached on success. On
-     * failure {@code tcp} is left to the caller to close.
+     * Runs the set-up over {@code tcp} (the newly formed ring {@code settings} describe, over {@code connections})
+     * and returns the shared-memory transport that replaces it on the same connections; {@code tcp} is detached on
+     * success. On failure {@code tcp} is left to the caller to close.
      */
-    static ShmTransport establish(TcpTransport tcp, RingConnector.Connections connections, int n, long requestedLinkBytes,
-                                  long timeoutNanos, String timeoutText, RingLog log) {
-        int r = tcp.rank;
+    static ShmTransport establish(TcpTransport tcp, RingConnector.Connections connections, RingSettings settings, RingLog log) {
+        int r = settings.rank();
+        int n = settings.size();
         int k = connections.perNeighbour();
-        int left = connections.left().getFirst().peer();
-        long capacity = linkCapacity(requestedLinkBytes, k);
+        int left = settings.leftRank();
+        long capacity = linkCapacity(settings.shmLinkBytes(), k);
         long size = fileBytes(k, capacity);
         Arena maps = Arena.ofShared();
         Path own = null;
@@ -165,8 +165,7 @@ final class ShmSetup {
                 leftOut[j] = new ShmLink(leftMap.asSlice(b, stride), capacity);
             }
             tcp.detach();
-            ShmTransport shm = new ShmTransport(r, connections, leftOut, leftIn, rightOut, rightIn, maps, timeoutNanos,
-                    timeoutText, log);
+            ShmTransport shm = new ShmTransport(settings, connections, leftOut, leftIn, rightOut, rightIn, maps, log);
             ok = true;
             return shm;
         } catch (IOException e) {

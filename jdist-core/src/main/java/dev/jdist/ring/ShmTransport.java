@@ -64,8 +64,6 @@ final class ShmTransport extends RingTransportBase {
     private final Endpoint[] left;
     private final Endpoint[] right;
     private final Arena arena;
-    private final long timeoutNanos;
-    private final String timeoutText;
     private final Run[] runs;
     private final ByteBuffer probeBuffer = ByteBuffer.allocateDirect(256);
     private final Consumer<SelectionKey> onReadable = this::probe;
@@ -104,12 +102,10 @@ final class ShmTransport extends RingTransportBase {
      * {@linkplain TcpTransport#detach() detached}) with the given links; {@code arena} owns the mappings and is
      * closed with this transport.
      */
-    ShmTransport(int rank, RingConnector.Connections connections, ShmLink[] leftOut, ShmLink[] leftIn, ShmLink[] rightOut,
-                 ShmLink[] rightIn, Arena arena, long timeoutNanos, String timeoutText, RingLog log) throws IOException {
-        super(rank, connections, log, ", shared memory");
+    ShmTransport(RingSettings settings, RingConnector.Connections connections, ShmLink[] leftOut, ShmLink[] leftIn,
+                 ShmLink[] rightOut, ShmLink[] rightIn, Arena arena, RingLog log) throws IOException {
+        super(settings, connections, log, ", shared memory");
         this.arena = arena;
-        this.timeoutNanos = timeoutNanos;
-        this.timeoutText = timeoutText;
         int k = connections.perNeighbour();
         this.left = new Endpoint[k];
         this.right = new Endpoint[k];
@@ -292,7 +288,7 @@ final class ShmTransport extends RingTransportBase {
                         + ", which stopped reading");
             }
         }
-        return noProgress(opName, timeoutText, waiting, "hung, stopped, or");
+        return noProgress(opName, waiting, "hung, stopped, or");
     }
 
     @Override

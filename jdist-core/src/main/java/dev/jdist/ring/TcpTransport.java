@@ -46,8 +46,6 @@ final class TcpTransport extends RingTransportBase {
 
     private final Endpoint[] left;
     private final Endpoint[] right;
-    private final long timeoutNanos;
-    private final String timeoutText;
     private final long spinNanos;
     private final MemorySegment[] scratch;
     private final long scratchCap;
@@ -66,12 +64,9 @@ final class TcpTransport extends RingTransportBase {
         }
     }
 
-    TcpTransport(int rank, RingConnector.Connections connections, long timeoutNanos, String timeoutText, RingLog log,
-                 long spinNanos) throws IOException {
-        super(rank, connections, log, "");
-        this.spinNanos = spinNanos;
-        this.timeoutNanos = timeoutNanos;
-        this.timeoutText = timeoutText;
+    TcpTransport(RingSettings settings, RingConnector.Connections connections, RingLog log) throws IOException {
+        super(settings, connections, log, "");
+        this.spinNanos = settings.spinMicros() * 1000;
         int k = connections.perNeighbour();
         this.left = new Endpoint[k];
         this.right = new Endpoint[k];
@@ -209,7 +204,7 @@ final class TcpTransport extends RingTransportBase {
                         + ", which stopped reading");
             }
         }
-        return noProgress(opName, timeoutText, waiting, "hung, stopped, unreachable, or");
+        return noProgress(opName, waiting, "hung, stopped, unreachable, or");
     }
 
     private PeerLostException lost(String opName, Endpoint s, boolean sending, String why, Throwable cause) {
