@@ -33,11 +33,8 @@ public final class RingGroup implements GroupImpl {
     private final int k;
     private final RingTransport transport;     // null when size == 1
     private final MemorySegment small;         // the small path's padded work vector W (n * itemsize <= 1024)
-    /** Bound of the sum_scatter work buffer; with the TCP transport's 16 MiB of scratch the group's own buffers stay within 32 MiB. */
-    static final long SUM_SCATTER_WORK_BYTES = 16L << 20;
-    /** {@link #SUM_SCATTER_WORK_BYTES} except in tests that exercise the piecing. */
-    static volatile long sumScatterWorkBytes = SUM_SCATTER_WORK_BYTES;
-    private MemorySegment sumScatterWork;      // grown lazily, at most SUM_SCATTER_WORK_BYTES (a piece is at least n items)
+    private final long sumScatterWorkBytes;    // the bound of sumScatterWork (RingSettings.Tuning)
+    private MemorySegment sumScatterWork;      // grown lazily, at most sumScatterWorkBytes (a piece is at least n items)
     // The last schedule of each kind: repeated calls of one shape (training loops, benchmarks) reuse it.
     private final LastSchedule lastAllReduce = new LastSchedule();
     private final LastSchedule lastAllGather = new LastSchedule();
@@ -67,6 +64,7 @@ public final class RingGroup implements GroupImpl {
         this.size = settings.size();
         this.k = settings.connectionsPerNeighbour();
         this.transport = transport;
+        this.sumScatterWorkBytes = settings.tuning().sumScatterWorkBytes();
         this.small = size > 1 ? Arena.ofAuto().allocate(RingSchedule.SMALL_PATH_LIMIT_BYTES, 16) : null;
     }
 

@@ -24,7 +24,7 @@ import java.util.function.Consumer;
  *
  * <p>The calling thread drives every stream of the operation: it copies what may be sent into the
  * outgoing links and reduces (or copies) what arrived straight out of the incoming links into the
- * work buffer — no intermediate copy — in bursts of {@link #burstBytes}, so a chunk it just
+ * work buffer — no intermediate copy — in bursts ({@link RingSettings.Tuning#shmBurstBytes}), so a chunk it just
  * reduced is usually still in the cache when it forwards it. For reductions whose work buffer starts
  * as a copy of the input ({@link Transfer#source()}), the input is read where the schedule first
  * touches each byte instead of being copied up front. The stream states are reused from operation to
@@ -44,26 +44,16 @@ import java.util.function.Consumer;
  */
 final class ShmTransport extends RingTransportBase {
 
-    /** Bytes a stream moves per visit before the thread turns to the next stream. */
-    static volatile long burstBytes = 64 << 10;
-    /**
-     * Pure spinning is kept short: when the scheduler has put both ranks on one core, a spinning waiter
-     * only delays the peer it waits for; {@link Thread#yield} lets it run at once, and costs little
-     * when the peer runs on another core.
-     */
-    static volatile long spinNanos = Long.getLong("jdist.shm.spinNanos", 2_000);
-    /**
-     * Yielding lasts long enough that a rank does not fall asleep in the middle of a transfer: a sleeper
-     * is woken by a socket write, and Linux then tends to move it onto the waker's core, where the two
-     * ranks would keep taking turns instead of running side by side.
-     */
-    static volatile long yieldNanos = Long.getLong("jdist.shm.yieldNanos", 1_000_000);
     /** Longest sleep between checks of the deadline when no doorbell or EOF comes. */
     private static final long MAX_SLEEP_MILLIS = 100;
 
     private final Endpoint[] left;
     private final Endpoint[] right;
     private final Arena arena;
+    /** {@link RingSettings.Tuning}: bytes per stream visit, then how long a waiter spins and yields before sleeping. */
+    private final long burstBytes;
+    private final long spinNanos;
+    private final long yieldNanos;
     private final Run[] runs;
     private final ByteBuffer probeBuffer = ByteBuffer.allocateDirect(256);
     private final Consumer<SelectionKey> onReadable = this::probe;
@@ -106,6 +96,9 @@ final class ShmTransport extends RingTransportBase {
                  ShmLink[] rightOut, ShmLink[] rightIn, Arena arena, RingLog log) throws IOException {
         super(settings, connections, log, ", shared memory");
         this.arena = arena;
+        this.burstBytes = settings.tuning().shmBurstBytes();
+        this.spinNanos = settings.tuning().shmSpinNanos();
+        this.yieldNanos = settings.tuning().shmYieldNanos();
         int k = connections.perNeighbour();
         this.left = new Endpoint[k];
         this.right = new Endpoint[k];
@@ -303,7 +296,7 @@ final class ShmTransport extends RingTransportBase {
     // ------------------------------------------------------------------ one stream of one operation
 
     /** The progress of one {@link RingSchedule.Stream}; reused from operation to operation. */
-    private static final class Run extends StreamCursor {
+    private final class Run extends StreamCursor {
         Endpoint sendConn;
         Endpoint recvConn;
         ShmLink out;

@@ -37,9 +37,6 @@ import java.util.List;
  */
 final class TcpTransport extends RingTransportBase {
 
-    static final long MAX_IO_BYTES = 1L << 30;
-    /** Bytes per socket call and per ByteBuffer view; {@link #MAX_IO_BYTES} except in tests that exercise the windowing. */
-    static volatile long ioWindowBytes = MAX_IO_BYTES;
     private static final long SCRATCH_PER_GROUP = 16L << 20;
     private static final long SCRATCH_PER_STREAM_MAX = 4L << 20;
     private static final long SCRATCH_MIN = 64L << 10;
@@ -47,6 +44,8 @@ final class TcpTransport extends RingTransportBase {
     private final Endpoint[] left;
     private final Endpoint[] right;
     private final long spinNanos;
+    /** Bytes per socket call and per ByteBuffer view (1 GiB; less in tests that exercise the windowing). */
+    private final long window;
     private final MemorySegment[] scratch;
     private final long scratchCap;
 
@@ -67,6 +66,7 @@ final class TcpTransport extends RingTransportBase {
     TcpTransport(RingSettings settings, RingConnector.Connections connections, RingLog log) throws IOException {
         super(settings, connections, log, "");
         this.spinNanos = settings.spinMicros() * 1000;
+        this.window = settings.tuning().socketWindowBytes();
         int k = connections.perNeighbour();
         this.left = new Endpoint[k];
         this.right = new Endpoint[k];
@@ -228,7 +228,6 @@ final class TcpTransport extends RingTransportBase {
         long scratchUsed;
         boolean wantsWrite;
 
-        private final long window = ioWindowBytes;
         private ByteBuffer sourceWindow;
         private long sourceWindowStart;
         private ByteBuffer sendWindow;
