@@ -198,17 +198,19 @@ public final class RingGroup implements GroupImpl {
     @Override
     public void send(Array x, int dst) {
         if (size == 1) throw new IllegalArgumentException("cannot send to a singleton group");
-        List<RingSchedule.Stream> streams = lastSend.matches(x.nbytes(), dst) ? lastSend.streams
-                : lastSend.remember(x.nbytes(), dst, RingSchedule.pointToPoint(rank, size, k, x.nbytes(), dst, true));
-        transport.run(Transfer.of("send to rank " + dst, streams, x.segment()));
+        pointToPoint("send to rank " + dst, lastSend, x, dst, true);
     }
 
     @Override
     public void recv(Array out, int src) {
         if (size == 1) throw new IllegalArgumentException("cannot recv from a singleton group");
-        List<RingSchedule.Stream> streams = lastRecv.matches(out.nbytes(), src) ? lastRecv.streams
-                : lastRecv.remember(out.nbytes(), src, RingSchedule.pointToPoint(rank, size, k, out.nbytes(), src, false));
-        transport.run(Transfer.of("recv from rank " + src, streams, out.segment()));
+        pointToPoint("recv from rank " + src, lastRecv, out, src, false);
+    }
+
+    private void pointToPoint(String opName, LastSchedule last, Array x, int peer, boolean sending) {
+        List<RingSchedule.Stream> streams = last.matches(x.nbytes(), peer) ? last.streams
+                : last.remember(x.nbytes(), peer, RingSchedule.pointToPoint(rank, size, k, x.nbytes(), peer, sending));
+        transport.run(Transfer.of(opName, streams, x.segment()));
     }
 
     private static void copy(MemorySegment from, MemorySegment to) {

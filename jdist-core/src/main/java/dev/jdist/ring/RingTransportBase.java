@@ -7,6 +7,7 @@ import dev.jdist.PeerLostException;
 import java.io.IOException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -16,7 +17,6 @@ import java.util.List;
  * closed and the neighbours fail too.
  */
 abstract class RingTransportBase implements RingTransport {
-    final RingSettings settings;
     final int rank;
     final RingLog log;
     final RingConnector.Connections connections;
@@ -32,7 +32,6 @@ abstract class RingTransportBase implements RingTransport {
 
     RingTransportBase(RingSettings settings, RingConnector.Connections connections, RingLog log, String connectionDetail)
             throws IOException {
-        this.settings = settings;
         this.rank = settings.rank();
         this.connections = connections;
         this.log = log;
@@ -57,9 +56,6 @@ abstract class RingTransportBase implements RingTransport {
     /** Frees what the transport holds besides the connections and the selector (called once, by {@link #close()}). */
     void release() {}
 
-    /** The failure that broke the group, or null. */
-    final DistributedException broken() { return broken; }
-
     @Override
     public final void checkUsable(String opName) {
         DistributedException b = broken;
@@ -76,6 +72,7 @@ abstract class RingTransportBase implements RingTransport {
         checkUsable(t.opName());
         if (t.streams().isEmpty()) return;
         try {
+            checkOneStreamPerSocket(t.streams());
             execute(t);
         } catch (DistributedException e) {
             breakGroup(e);
@@ -88,6 +85,25 @@ abstract class RingTransportBase implements RingTransport {
         }
     }
 
+    /** What the transports rely on and the schedules guarantee: no two streams send, or receive, on one connection. */
+    private static void checkOneStreamPerSocket(List<RingSchedule.Stream> streams) {
+        for (int i = 1; i < streams.size(); i++) {
+            RingSchedule.Stream a = streams.get(i);
+            for (int j = 0; j < i; j++) {
+                RingSchedule.Stream b = streams.get(j);
+                if (a.connection() != b.connection() || a.sendOnLeft() != b.sendOnLeft()) continue;
+                if (!a.sends().isEmpty() && !b.sends().isEmpty()) {
+                    throw new IllegalStateException("two streams send on " + (a.sendOnLeft() ? "left[" : "right[")
+                            + a.connection() + "]");
+                }
+                if (!a.recvs().isEmpty() && !b.recvs().isEmpty()) {
+                    throw new IllegalStateException("two streams receive on " + (a.sendOnLeft() ? "right[" : "left[")
+                            + a.connection() + "]");
+                }
+            }
+        }
+    }
+
     /** A lost connection, named: this rank, the operation, the peer and its address, the direction, the cause. */
     final PeerLostException lostConnection(String opName, RingConnection c, String direction, String why, Throwable cause) {
         return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + describe(c)
@@ -97,10 +113,20 @@ abstract class RingTransportBase implements RingTransport {
     }
 
     /**
-     * No progress for the deadline: what the operation was waiting for ({@code waiting}) and what the peer may
+     * No progress for the deadline: what the operation's {@code streams} were waiting for and what the peer may
      * be ({@code peerStates}, e.g. "hung, stopped, or").
      */
-    final DeadlineExceededException noProgress(String opName, List<String> waiting, String peerStates) {
+    final DeadlineExceededException noProgress(String opName, List<? extends StreamCursor> streams, String peerStates) {
+        List<String> waiting = new ArrayList<>();
+        for (StreamCursor r : streams) {
+            if (r.recvConnection() != null && !r.recvDone()) {
+                waiting.add("receiving " + r.recvRemaining() + " more byte(s) from " + describe(r.recvConnection()));
+            }
+            if (r.sendConnection() != null && !r.sendDone() && r.waitsToSend()) {
+                waiting.add("sending " + r.sendRemaining() + " more byte(s) to " + describe(r.sendConnection())
+                        + ", which stopped reading");
+            }
+        }
         return new DeadlineExceededException("rank " + rank + ": " + opName + " made no progress for " + timeoutText
                 + " s (JDIST_TIMEOUT) while " + String.join("; ", waiting) + ". The peer may be " + peerStates
                 + " running a different sequence of operations; raise JDIST_TIMEOUT if it is just slow. "

@@ -1,7 +1,6 @@
 package dev.jdist.ring;
 
 import dev.jdist.DeadlineExceededException;
-import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
 import dev.jdist.reduce.Reducer;
 
@@ -11,7 +10,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.Consumer;
 
@@ -57,7 +56,6 @@ final class ShmTransport extends RingTransportBase {
     private final Run[] runs;
     private final ByteBuffer probeBuffer = ByteBuffer.allocateDirect(256);
     private final Consumer<SelectionKey> onReadable = this::probe;
-    private String currentOp = "";
 
     /** A ring connection as this transport uses it: its (idle) TCP socket for liveness and its two shared-memory links. */
     private static final class Endpoint {
@@ -121,23 +119,11 @@ final class ShmTransport extends RingTransportBase {
         List<RingSchedule.Stream> streams = t.streams();
         int m = streams.size();
         if (m > runs.length) throw new IllegalStateException(m + " streams for " + runs.length + " stream slots");
-        currentOp = t.opName();
         try {
             for (int i = 0; i < m; i++) {
                 RingSchedule.Stream s = streams.get(i);
-                Endpoint sendConn = s.sendOnLeft() ? left[s.connection()] : right[s.connection()];
-                Endpoint recvConn = s.sendOnLeft() ? right[s.connection()] : left[s.connection()];
-                runs[i].reset(s, t, sendConn, recvConn);
-            }
-            for (int i = 0; i < m; i++) {
-                for (int j = 0; j < i; j++) {
-                    if (runs[i].sendConn != null && runs[i].sendConn == runs[j].sendConn) {
-                        throw new IllegalStateException("two streams send on " + runs[i].sendConn.connection.name());
-                    }
-                    if (runs[i].recvConn != null && runs[i].recvConn == runs[j].recvConn) {
-                        throw new IllegalStateException("two streams receive on " + runs[i].recvConn.connection.name());
-                    }
-                }
+                runs[i].reset(s, t, (s.sendOnLeft() ? left : right)[s.connection()],
+                        (s.sendOnLeft() ? right : left)[s.connection()]);
             }
             drive(t.opName(), m);
         } finally {
@@ -166,7 +152,7 @@ final class ShmTransport extends RingTransportBase {
                 }
                 // Nothing moved in a whole pass. A neighbour seen gone in an earlier pass has had its
                 // last published bytes used by now, so if the operation still needs it, it is lost.
-                checkDependencies(m);
+                checkDependencies(opName, m);
                 if (idle++ == 0) {
                     idleSince = System.nanoTime();
                     spinning = true;
@@ -179,7 +165,7 @@ final class ShmTransport extends RingTransportBase {
                 }
                 long now = System.nanoTime();
                 long waited = now - idleSince;
-                if (waited > timeoutNanos) throw deadline(opName, m);
+                if (waited > timeoutNanos) throw noProgress(opName, Arrays.asList(runs).subList(0, m), "hung, stopped, or");
                 if (Thread.currentThread().isInterrupted()) throw interrupted(opName);
                 if (waited < spinNanos + yieldNanos) {
                     if ((idle & 7) == 0) pollLiveness();
@@ -253,35 +239,16 @@ final class ShmTransport extends RingTransportBase {
         }
     }
 
-    private void checkDependencies(int m) {
+    private void checkDependencies(String opName, int m) {
         for (int i = 0; i < m; i++) {
             Run r = runs[i];
-            if (r.recvConn != null && !r.recvDone() && r.recvConn.deadWhy != null) {
-                throw lost(r.recvConn, "receiving", r.recvConn.deadWhy, r.recvConn.deadCause);
+            if (r.recvEnd != null && !r.recvDone() && r.recvEnd.deadWhy != null) {
+                throw lostConnection(opName, r.recvEnd.connection, "receiving", r.recvEnd.deadWhy, r.recvEnd.deadCause);
             }
-            if (r.sendConn != null && !r.sendDone() && r.sendConn.deadWhy != null) {
-                throw lost(r.sendConn, "sending", r.sendConn.deadWhy, r.sendConn.deadCause);
-            }
-        }
-    }
-
-    private PeerLostException lost(Endpoint c, String direction, String why, Throwable cause) {
-        return lostConnection(currentOp, c.connection, direction, why, cause);
-    }
-
-    private DistributedException deadline(String opName, int m) {
-        List<String> waiting = new ArrayList<>();
-        for (int i = 0; i < m; i++) {
-            Run r = runs[i];
-            if (r.recvConn != null && !r.recvDone()) {
-                waiting.add("receiving " + r.recvRemaining() + " more byte(s) from " + describe(r.recvConn.connection));
-            }
-            if (r.sendConn != null && !r.sendDone() && r.sendWaitsForSpace) {
-                waiting.add("sending " + r.sendRemaining() + " more byte(s) to " + describe(r.sendConn.connection)
-                        + ", which stopped reading");
+            if (r.sendEnd != null && !r.sendDone() && r.sendEnd.deadWhy != null) {
+                throw lostConnection(opName, r.sendEnd.connection, "sending", r.sendEnd.deadWhy, r.sendEnd.deadCause);
             }
         }
-        return noProgress(opName, waiting, "hung, stopped, or");
     }
 
     @Override
@@ -297,25 +264,25 @@ final class ShmTransport extends RingTransportBase {
 
     /** The progress of one {@link RingSchedule.Stream}; reused from operation to operation. */
     private final class Run extends StreamCursor {
-        Endpoint sendConn;
-        Endpoint recvConn;
+        Endpoint sendEnd;           // null when the stream sends no bytes
+        Endpoint recvEnd;           // null when it receives none
         ShmLink out;
         ShmLink in;
         boolean sendWaitsForSpace;
         boolean inArmed;
         boolean outArmed;
 
-        void reset(RingSchedule.Stream s, Transfer t, Endpoint sendConn, Endpoint recvConn) {
+        void reset(RingSchedule.Stream s, Transfer t, Endpoint sendEnd, Endpoint recvEnd) {
             begin(s, t);
             this.sendWaitsForSpace = false;
             boolean sendsBytes = false;
             for (int i = 0, m = sends.size(); i < m && !sendsBytes; i++) sendsBytes = sends.get(i).length() > 0;
             boolean recvsBytes = false;
             for (int i = 0, m = recvs.size(); i < m && !recvsBytes; i++) recvsBytes = recvs.get(i).length() > 0;
-            this.sendConn = sendsBytes ? sendConn : null;
-            this.recvConn = recvsBytes ? recvConn : null;
-            this.out = sendsBytes ? sendConn.out : null;
-            this.in = recvsBytes ? recvConn.in : null;
+            this.sendEnd = sendsBytes ? sendEnd : null;
+            this.recvEnd = recvsBytes ? recvEnd : null;
+            this.out = sendsBytes ? sendEnd.out : null;
+            this.in = recvsBytes ? recvEnd.in : null;
             if (!sendsBytes) sendIdx = sends.size();
             if (!recvsBytes) recvIdx = recvs.size();
             // both sides of a link align at the start of every operation that moves bytes on it
@@ -329,28 +296,27 @@ final class ShmTransport extends RingTransportBase {
             transfer = null;
             work = null;
             source = null;
-            sendConn = null;
-            recvConn = null;
+            sendEnd = null;
+            recvEnd = null;
             out = null;
             in = null;
         }
 
         @Override
-        long recvStored() { return recvPos; }   // received bytes are stored or combined at once
+        RingConnection sendConnection() { return sendEnd == null ? null : sendEnd.connection; }
+
+        @Override
+        RingConnection recvConnection() { return recvEnd == null ? null : recvEnd.connection; }
+
+        @Override
+        boolean waitsToSend() { return sendWaitsForSpace; }
 
         boolean pumpSend() {
             sendWaitsForSpace = false;
             long budget = burstBytes;
             boolean progress = false;
-            while (sendIdx < sends.size()) {
-                RingSchedule.Item item = sends.get(sendIdx);
-                long len = item.length();
-                if (sendPos >= len) {
-                    sendIdx++;
-                    sendPos = 0;
-                    continue;
-                }
-                long want = Math.min(budget, sendable(sendIdx, len) - sendPos);
+            for (RingSchedule.Item item; (item = sendItem()) != null; ) {
+                long want = Math.min(budget, sendable(sendIdx, item.length()) - sendPos);
                 if (want <= 0) return progress;
                 long n = Math.min(want, out.writable(want));
                 if (itemSize > 1) n -= n % itemSize;
@@ -364,7 +330,7 @@ final class ShmTransport extends RingTransportBase {
                 } else {
                     out.write(work, item.offset() + sendPos, n);
                 }
-                if (out.claimSleepingConsumer()) sendConn.ring();
+                if (out.claimSleepingConsumer()) sendEnd.ring();
                 sendPos += n;
                 progress = true;
                 budget -= n;
@@ -376,15 +342,8 @@ final class ShmTransport extends RingTransportBase {
         boolean pumpRecv() {
             long budget = burstBytes;
             boolean progress = false;
-            while (recvIdx < recvs.size()) {
-                RingSchedule.Item item = recvs.get(recvIdx);
-                long len = item.length();
-                if (recvPos >= len) {
-                    recvIdx++;
-                    recvPos = 0;
-                    continue;
-                }
-                long want = Math.min(budget, len - recvPos);
+            for (RingSchedule.Item item; (item = recvItem()) != null; ) {
+                long want = Math.min(budget, item.length() - recvPos);
                 long n = Math.min(want, in.readable(want));
                 if (n <= 0) return progress;
                 long dst = item.offset() + recvPos;
@@ -398,8 +357,9 @@ final class ShmTransport extends RingTransportBase {
                 } else {
                     in.read(work, dst, n);
                 }
-                if (in.claimSleepingProducer()) recvConn.ring();
+                if (in.claimSleepingProducer()) recvEnd.ring();
                 recvPos += n;
+                recvStored = recvPos;   // received bytes are stored or combined at once
                 progress = true;
                 budget -= n;
                 if (budget <= 0) return true;

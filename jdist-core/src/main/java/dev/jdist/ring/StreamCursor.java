@@ -6,7 +6,7 @@ import java.util.List;
 /**
  * Where one {@link RingSchedule.Stream} stands within an operation — the bookkeeping both transports
  * share ({@link TcpTransport} over TCP, {@link ShmTransport} over shared memory): the item lists, the send and
- * receive positions, the chaining rule and the mapping of work offsets to the source.
+ * receive positions, the chaining rule, and what the stream waits for when a deadline passes.
  */
 abstract class StreamCursor {
     List<RingSchedule.Item> sends;
@@ -22,6 +22,7 @@ abstract class StreamCursor {
     long sendPos;
     int recvIdx;
     long recvPos;      // bytes of the current receive item that arrived
+    long recvStored;   // of those, bytes stored in (or combined into) the work buffer; TCP holds partial elements aside
 
     /** Points the cursor at the start of {@code s}, one stream of {@code t}. */
     final void begin(RingSchedule.Stream s, Transfer t) {
@@ -36,10 +37,40 @@ abstract class StreamCursor {
         this.sendPos = 0;
         this.recvIdx = 0;
         this.recvPos = 0;
+        this.recvStored = 0;
     }
 
-    /** Bytes of the current receive item already stored in (or combined into) the work buffer. */
-    abstract long recvStored();
+    /** The connection the stream sends on, or null when it sends nothing. */
+    abstract RingConnection sendConnection();
+
+    /** The connection the stream receives on, or null when it receives nothing. */
+    abstract RingConnection recvConnection();
+
+    /** Whether the stream's last try to send found no room (the peer stopped reading). */
+    abstract boolean waitsToSend();
+
+    /** The send item in progress (at {@link #sendIdx}), moving past finished ones; null when every item is sent. */
+    final RingSchedule.Item sendItem() {
+        while (sendIdx < sends.size()) {
+            RingSchedule.Item item = sends.get(sendIdx);
+            if (sendPos < item.length()) return item;
+            sendIdx++;
+            sendPos = 0;
+        }
+        return null;
+    }
+
+    /** The receive item in progress (at {@link #recvIdx}), moving past stored ones; null when every item is stored. */
+    final RingSchedule.Item recvItem() {
+        while (recvIdx < recvs.size()) {
+            RingSchedule.Item item = recvs.get(recvIdx);
+            if (recvStored < item.length()) return item;
+            recvIdx++;
+            recvPos = 0;
+            recvStored = 0;
+        }
+        return null;
+    }
 
     final boolean sendDone() { return sendIdx >= sends.size(); }
 
@@ -63,7 +94,7 @@ abstract class StreamCursor {
     final long sendable(int i, long len) {
         if (!chained || i == 0) return len;
         if (recvIdx > i - 1) return len;
-        if (recvIdx == i - 1) return recvStored();
+        if (recvIdx == i - 1) return recvStored;
         return 0;
     }
 }

@@ -1,7 +1,5 @@
 package dev.jdist.ring;
 
-import dev.jdist.DistributedException;
-import dev.jdist.PeerLostException;
 import dev.jdist.reduce.Reducer;
 
 import java.io.IOException;
@@ -102,29 +100,18 @@ final class TcpTransport extends RingTransportBase {
         try {
             for (int i = 0; i < streams.size(); i++) {
                 RingSchedule.Stream s = streams.get(i);
-                Endpoint sendSock = s.sendOnLeft() ? left[s.connection()] : right[s.connection()];
-                Endpoint recvSock = s.sendOnLeft() ? right[s.connection()] : left[s.connection()];
-                StreamRun run = new StreamRun(s, t, s.sends().isEmpty() ? null : sendSock,
-                        s.recvs().isEmpty() ? null : recvSock, needsScratch(s) ? scratchFor(i, s) : null);
-                if (run.sendSock != null) {
-                    if (sendSock.sender != null) {
-                        throw new IllegalStateException("two streams send on " + sendSock.connection.name());
-                    }
-                    sendSock.sender = run;
-                }
-                if (run.recvSock != null) {
-                    if (recvSock.receiver != null) {
-                        throw new IllegalStateException("two streams receive on " + recvSock.connection.name());
-                    }
-                    recvSock.receiver = run;
-                }
+                Endpoint sendEnd = s.sends().isEmpty() ? null : (s.sendOnLeft() ? left : right)[s.connection()];
+                Endpoint recvEnd = s.recvs().isEmpty() ? null : (s.sendOnLeft() ? right : left)[s.connection()];
+                StreamRun run = new StreamRun(s, t, sendEnd, recvEnd, needsScratch(s) ? scratchFor(i, s) : null);
+                if (sendEnd != null) sendEnd.sender = run;
+                if (recvEnd != null) recvEnd.receiver = run;
                 runs.add(run);
             }
             drive(t.opName(), runs);
         } finally {
             for (StreamRun r : runs) {
-                if (r.sendSock != null) r.sendSock.sender = null;
-                if (r.recvSock != null) r.recvSock.receiver = null;
+                if (r.sendEnd != null) r.sendEnd.sender = null;
+                if (r.recvEnd != null) r.recvEnd.receiver = null;
             }
         }
     }
@@ -154,8 +141,8 @@ final class TcpTransport extends RingTransportBase {
                 boolean done = true;
                 for (int i = 0, m = runs.size(); i < m; i++) {
                     StreamRun r = runs.get(i);
-                    progress |= r.pumpSend(opName);
-                    progress |= r.pumpRecv(opName);
+                    progress |= r.pumpSend();
+                    progress |= r.pumpRecv();
                     done &= r.done();
                 }
                 if (done) return;
@@ -174,7 +161,7 @@ final class TcpTransport extends RingTransportBase {
                 for (Endpoint s : left) updateInterest(s);
                 for (Endpoint s : right) updateInterest(s);
                 long waitNanos = timeoutNanos - (now - lastProgress);
-                if (waitNanos <= 0) throw deadline(opName, runs);
+                if (waitNanos <= 0) throw noProgress(opName, runs, "hung, stopped, unreachable, or");
                 if (Thread.currentThread().isInterrupted()) throw interrupted(opName);
                 selector.select(Math.max(1, (waitNanos + 999_999) / 1_000_000));
                 selector.selectedKeys().clear();
@@ -193,56 +180,44 @@ final class TcpTransport extends RingTransportBase {
         }
     }
 
-    private DistributedException deadline(String opName, List<StreamRun> runs) {
-        List<String> waiting = new ArrayList<>();
-        for (StreamRun r : runs) {
-            if (r.recvSock != null && !r.recvDone()) {
-                waiting.add("receiving " + r.recvRemaining() + " more byte(s) from " + describe(r.recvSock.connection));
-            }
-            if (r.sendSock != null && !r.sendDone() && r.wantsWrite) {
-                waiting.add("sending " + r.sendRemaining() + " more byte(s) to " + describe(r.sendSock.connection)
-                        + ", which stopped reading");
-            }
-        }
-        return noProgress(opName, waiting, "hung, stopped, unreachable, or");
-    }
-
-    private PeerLostException lost(String opName, Endpoint s, boolean sending, String why, Throwable cause) {
-        return lostConnection(opName, s.connection, sending ? "sending" : "receiving", why, cause);
-    }
-
     // ------------------------------------------------------------------ one stream of one operation
 
     /** The progress of one {@link RingSchedule.Stream}: positions in its send and receive item lists. */
     final class StreamRun extends StreamCursor {
-        final Endpoint sendSock;
-        final Endpoint recvSock;
+        final Endpoint sendEnd;
+        final Endpoint recvEnd;
         final MemorySegment scratch;
         final ByteBuffer scratchBuf;
 
         /** recvGuard[i]: the send item that must be fully written before receive item i may land (it reads the same bytes), or -1. */
         final int[] recvGuard;
         boolean wantsRead;
-        long recvDoneLen;  // bytes of the current receive item combined/stored
         long scratchFill;
         long scratchUsed;
         boolean wantsWrite;
 
+        private final WorkWindow sendWindow = new WorkWindow();
+        private final WorkWindow recvWindow = new WorkWindow();
         private ByteBuffer sourceWindow;
         private long sourceWindowStart;
-        private ByteBuffer sendWindow;
-        private long sendWindowIndex = -1;
-        private ByteBuffer recvWindow;
-        private long recvWindowIndex = -1;
 
-        StreamRun(RingSchedule.Stream s, Transfer t, Endpoint sendSock, Endpoint recvSock, MemorySegment scratch) {
+        StreamRun(RingSchedule.Stream s, Transfer t, Endpoint sendEnd, Endpoint recvEnd, MemorySegment scratch) {
             begin(s, t);
-            this.sendSock = sendSock;
-            this.recvSock = recvSock;
+            this.sendEnd = sendEnd;
+            this.recvEnd = recvEnd;
             this.scratch = scratch;
             this.scratchBuf = scratch == null ? null : scratch.asByteBuffer();
             this.recvGuard = guards(sends, recvs);
         }
+
+        @Override
+        RingConnection sendConnection() { return sendEnd == null ? null : sendEnd.connection; }
+
+        @Override
+        RingConnection recvConnection() { return recvEnd == null ? null : recvEnd.connection; }
+
+        @Override
+        boolean waitsToSend() { return wantsWrite; }
 
         /**
          * For each receive item, the latest send item at or before the same position that covers any
@@ -271,30 +246,21 @@ final class TcpTransport extends RingTransportBase {
             return sendIdx > j || (sendIdx == j && sendPos >= sends.get(j).length());
         }
 
-        @Override
-        long recvStored() { return recvDoneLen; }
-
-        boolean pumpSend(String opName) {
+        boolean pumpSend() {
             wantsWrite = false;
             boolean progress = false;
-            while (sendIdx < sends.size()) {
-                RingSchedule.Item item = sends.get(sendIdx);
-                long len = item.length();
-                if (sendPos >= len) {
-                    sendIdx++;
-                    sendPos = 0;
-                    continue;
-                }
-                long limit = sendable(sendIdx, len);
+            for (RingSchedule.Item item; (item = sendItem()) != null; ) {
+                long limit = sendable(sendIdx, item.length());
                 if (sendPos >= limit) return progress;
                 // a stream's first item is untouched input: with a source, it goes out of the source
-                ByteBuffer b = source != null && sendIdx == 0 ? sourceBuffer(transfer.sourceOffsetOf(item.offset() + sendPos), limit - sendPos)
-                        : sendBuffer(item.offset() + sendPos, limit - sendPos);
+                ByteBuffer b = source != null && sendIdx == 0
+                        ? sourceBuffer(transfer.sourceOffsetOf(item.offset() + sendPos), limit - sendPos)
+                        : sendWindow.at(item.offset() + sendPos, limit - sendPos);
                 int n;
                 try {
-                    n = sendSock.connection.channel().write(b);
+                    n = sendEnd.connection.channel().write(b);
                 } catch (IOException e) {
-                    throw lost(opName, sendSock, true, String.valueOf(e.getMessage()), e);
+                    throw lostConnection(transfer.opName(), sendEnd.connection, "sending", String.valueOf(e.getMessage()), e);
                 }
                 if (n == 0) {
                     wantsWrite = true;
@@ -306,18 +272,11 @@ final class TcpTransport extends RingTransportBase {
             return progress;
         }
 
-        boolean pumpRecv(String opName) {
+        boolean pumpRecv() {
             boolean progress = false;
             wantsRead = false;
-            while (recvIdx < recvs.size()) {
-                RingSchedule.Item item = recvs.get(recvIdx);
+            for (RingSchedule.Item item; (item = recvItem()) != null; ) {
                 long len = item.length();
-                if (recvDoneLen >= len) {
-                    recvIdx++;
-                    recvPos = 0;
-                    recvDoneLen = 0;
-                    continue;
-                }
                 int guard = recvGuard[recvIdx];
                 if (guard >= 0 && !sendItemWritten(guard)) return progress;
                 ByteBuffer b;
@@ -326,15 +285,18 @@ final class TcpTransport extends RingTransportBase {
                     b = scratchBuf;
                     b.limit((int) (scratchFill + want)).position((int) scratchFill);
                 } else {
-                    b = recvBuffer(item.offset() + recvPos, len - recvPos);
+                    b = recvWindow.at(item.offset() + recvPos, len - recvPos);
                 }
                 int n;
                 try {
-                    n = recvSock.connection.channel().read(b);
+                    n = recvEnd.connection.channel().read(b);
                 } catch (IOException e) {
-                    throw lost(opName, recvSock, false, String.valueOf(e.getMessage()), e);
+                    throw lostConnection(transfer.opName(), recvEnd.connection, "receiving", String.valueOf(e.getMessage()), e);
                 }
-                if (n < 0) throw lost(opName, recvSock, false, "the peer closed the connection (EOF)", null);
+                if (n < 0) {
+                    throw lostConnection(transfer.opName(), recvEnd.connection, "receiving",
+                            "the peer closed the connection (EOF)", null);
+                }
                 if (n == 0) {
                     wantsRead = true;
                     return progress;
@@ -345,18 +307,18 @@ final class TcpTransport extends RingTransportBase {
                     scratchFill += n;
                     long whole = (scratchFill - scratchUsed) / itemSize;
                     if (whole > 0) {
-                        long dst = item.offset() + recvDoneLen;
+                        long dst = item.offset() + recvStored;
                         if (source != null) MemorySegment.copy(source, transfer.sourceOffsetOf(dst), work, dst, whole * itemSize);
                         Reducer.reduce(transfer.op(), transfer.dtype(), work, dst, scratch, scratchUsed, whole);
-                        recvDoneLen += whole * itemSize;
+                        recvStored += whole * itemSize;
                         scratchUsed += whole * itemSize;
                     }
-                    if (scratchUsed == scratchFill && (scratchFill == scratch.byteSize() || recvDoneLen == len)) {
+                    if (scratchUsed == scratchFill && (scratchFill == scratch.byteSize() || recvStored == len)) {
                         scratchFill = 0;
                         scratchUsed = 0;
                     }
                 } else {
-                    recvDoneLen = recvPos;
+                    recvStored = recvPos;
                 }
             }
             return progress;
@@ -370,28 +332,24 @@ final class TcpTransport extends RingTransportBase {
             return position(sourceWindow, srcOffset - sourceWindowStart, max);
         }
 
-        private ByteBuffer sendBuffer(long offset, long max) {
-            long w = offset / window;
-            if (w != sendWindowIndex) {
-                sendWindow = window(w);
-                sendWindowIndex = w;
-            }
-            return position(sendWindow, offset - w * window, max);
-        }
+        /**
+         * The work buffer as ByteBuffer views of {@link #window} bytes (views are int-indexed, so large arrays need
+         * several): the view that holds an offset, made when the position moves into another window.
+         */
+        private final class WorkWindow {
+            private ByteBuffer view;
+            private long index = -1;
 
-        private ByteBuffer recvBuffer(long offset, long max) {
-            long w = offset / window;
-            if (w != recvWindowIndex) {
-                recvWindow = window(w);
-                recvWindowIndex = w;
+            /** The view positioned at work offset {@code offset}, limited to {@code max} bytes (or the window's end). */
+            ByteBuffer at(long offset, long max) {
+                long w = offset / window;
+                if (w != index) {
+                    long start = w * window;
+                    view = work.asSlice(start, Math.min(window, work.byteSize() - start)).asByteBuffer();
+                    index = w;
+                }
+                return position(view, offset - w * window, max);
             }
-            return position(recvWindow, offset - w * window, max);
-        }
-
-        /** A ByteBuffer view of window w of the work buffer (views are int-indexed, so large arrays need several). */
-        private ByteBuffer window(long w) {
-            long start = w * window;
-            return work.asSlice(start, Math.min(window, work.byteSize() - start)).asByteBuffer();
         }
 
         private static ByteBuffer position(ByteBuffer b, long rel, long max) {
