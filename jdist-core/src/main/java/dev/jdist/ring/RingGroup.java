@@ -93,7 +93,7 @@ public final class RingGroup implements GroupImpl {
         }
         if (settings.transport() != RingSettings.Transport.SHM) return new RingGroup(settings, tcp);
         try {
-            return new RingGroup(settings, ShmSetup.establish(tcp, c, settings, log));
+            return new RingGroup(settings, ShmSetup.establish(tcp, settings, log));
         } catch (RuntimeException | Error e) {
             tcp.close();
             throw e;

@@ -37,6 +37,29 @@ public record RingHostfile(Path path, List<List<Address>> ranks) {
         public String toString() { return text; }
     }
 
+    /** Checks what a ring needs of any hostfile, read or built: ranks, each with addresses, as many as its neighbours. */
+    public RingHostfile {
+        String name = path == null ? "the in-memory ring hostfile" : "ring hostfile " + path;
+        if (ranks.isEmpty()) throw new ConfigException(name + " lists no ranks; it needs one entry per rank");
+        int n = ranks.size();
+        for (int q = 0; q < n; q++) {
+            if (ranks.get(q).isEmpty()) {
+                throw new ConfigException(name + ": entry " + q + " (rank " + q + ") lists no addresses; "
+                        + "each rank needs at least one \"host:port\"");
+            }
+        }
+        for (int q = 0; q < n && n > 1; q++) {
+            int next = (q + 1) % n;
+            if (ranks.get(q).size() != ranks.get(next).size()) {
+                throw new ConfigException(name + ": neighbouring ranks " + q + " and " + next + " list "
+                        + ranks.get(q).size() + " and " + ranks.get(next).size() + " addresses; every rank must list the "
+                        + "same number of addresses (one per connection to its neighbour)");
+            }
+            if (n == 2) break;
+        }
+        ranks = ranks.stream().map(List::copyOf).toList();
+    }
+
     public int size() { return ranks.size(); }
 
     /** What messages call it: the file's path, or "the in-memory hostfile". */
@@ -109,16 +132,6 @@ public record RingHostfile(Path path, List<List<Address>> ranks) {
                 addrs.add(parseAddress(path, q, j, item.asText()));
             }
             ranks.add(List.copyOf(addrs));
-        }
-        int n = ranks.size();
-        for (int q = 0; q < n && n > 1; q++) {
-            int next = (q + 1) % n;
-            if (ranks.get(q).size() != ranks.get(next).size()) {
-                throw new ConfigException("ring hostfile " + path + ": neighbouring ranks " + q + " and " + next + " list "
-                        + ranks.get(q).size() + " and " + ranks.get(next).size() + " addresses; every rank must list the "
-                        + "same number of addresses (one per connection to its neighbour)");
-            }
-            if (n == 2) break;
         }
         return new RingHostfile(path, List.copyOf(ranks));
     }

@@ -69,11 +69,12 @@ final class ShmSetup {
     static long fileBytes(int k, long capacity) { return FILE_HEADER + 2L * k * ShmLink.regionBytes(capacity); }
 
     /**
-     * Runs the set-up over {@code tcp} (the newly formed ring {@code settings} describe, over {@code connections})
-     * and returns the shared-memory transport that replaces it on the same connections; {@code tcp} is detached on
-     * success. On failure {@code tcp} is left to the caller to close.
+     * Runs the set-up over {@code tcp} (the newly formed ring {@code settings} describe) and returns the
+     * shared-memory transport that replaces it on the same connections; {@code tcp} is detached on success. On
+     * failure {@code tcp} is left to the caller to close.
      */
-    static ShmTransport establish(TcpTransport tcp, RingConnector.Connections connections, RingSettings settings, RingLog log) {
+    static ShmTransport establish(TcpTransport tcp, RingSettings settings, RingLog log) {
+        RingConnector.Connections connections = tcp.connections;
         int r = settings.rank();
         int n = settings.size();
         int k = connections.perNeighbour();

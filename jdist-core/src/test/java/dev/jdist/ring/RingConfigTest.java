@@ -159,6 +159,22 @@ class RingConfigTest {
     }
 
     @Test
+    void neighboursListTheSameNumberOfAddressesInAFileOrInMemory() throws Exception {
+        Path f = file("[[\"127.0.0.1:1000\", \"127.0.0.1:1001\"], [\"127.0.0.1:1002\"]]");
+        assertThatThrownBy(() -> RingHostfile.read(f)).isInstanceOf(ConfigException.class)
+                .hasMessage("ring hostfile " + f + ": neighbouring ranks 0 and 1 list 2 and 1 addresses; every rank must "
+                        + "list the same number of addresses (one per connection to its neighbour)");
+        RingHostfile hf = RingHostfile.parse(Path.of("x.json"),
+                "[[\"127.0.0.1:1\", \"127.0.0.1:2\"], [\"127.0.0.1:3\", \"127.0.0.1:4\"]]");
+        assertThatThrownBy(() -> new RingHostfile(null, List.of(hf.addresses(0), hf.addresses(1).subList(0, 1))))
+                .isInstanceOf(ConfigException.class).hasMessageStartingWith("the in-memory ring hostfile: neighbouring ranks 0 and 1");
+        assertThatThrownBy(() -> new RingHostfile(null, List.of())).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("lists no ranks");
+        assertThatThrownBy(() -> new RingHostfile(null, List.of(List.of()))).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("rank 0) lists no addresses");
+    }
+
+    @Test
     void tuningIsCheckedWhenBuilt() {
         assertThat(RingSettings.Tuning.DEFAULT.socketWindowBytes()).isEqualTo(1L << 30);
         assertThat(RingSettings.Tuning.DEFAULT.sumScatterWorkBytes()).isEqualTo(16L << 20);
