@@ -122,7 +122,7 @@ abstract class RingTransportBase implements RingTransport {
             if (r.recvConnection() != null && !r.recvDone()) {
                 waiting.add("receiving " + r.recvRemaining() + " more byte(s) from " + describe(r.recvConnection()));
             }
-            if (r.sendConnection() != null && !r.sendDone() && r.waitsToSend()) {
+            if (r.sendConnection() != null && !r.sendDone() && r.sendBlocked) {
                 waiting.add("sending " + r.sendRemaining() + " more byte(s) to " + describe(r.sendConnection())
                         + ", which stopped reading");
             }

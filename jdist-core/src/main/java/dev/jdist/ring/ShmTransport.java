@@ -193,7 +193,7 @@ final class ShmTransport extends RingTransportBase {
                 r.inArmed = true;
                 ready |= r.in.readable(1) > 0;
             }
-            if (r.out != null && !r.sendDone() && r.sendWaitsForSpace) {
+            if (r.out != null && !r.sendDone() && r.sendBlocked) {
                 r.out.producerSleeps(true);
                 r.outArmed = true;
                 ready |= r.out.writable(1) > 0;
@@ -268,13 +268,11 @@ final class ShmTransport extends RingTransportBase {
         Endpoint recvEnd;           // null when it receives none
         ShmLink out;
         ShmLink in;
-        boolean sendWaitsForSpace;
         boolean inArmed;
         boolean outArmed;
 
         void reset(RingSchedule.Stream s, Transfer t, Endpoint sendEnd, Endpoint recvEnd) {
             begin(s, t);
-            this.sendWaitsForSpace = false;
             boolean sendsBytes = false;
             for (int i = 0, m = sends.size(); i < m && !sendsBytes; i++) sendsBytes = sends.get(i).length() > 0;
             boolean recvsBytes = false;
@@ -308,11 +306,8 @@ final class ShmTransport extends RingTransportBase {
         @Override
         RingConnection recvConnection() { return recvEnd == null ? null : recvEnd.connection; }
 
-        @Override
-        boolean waitsToSend() { return sendWaitsForSpace; }
-
         boolean pumpSend() {
-            sendWaitsForSpace = false;
+            sendBlocked = false;
             long budget = burstBytes;
             boolean progress = false;
             for (RingSchedule.Item item; (item = sendItem()) != null; ) {
@@ -321,7 +316,7 @@ final class ShmTransport extends RingTransportBase {
                 long n = Math.min(want, out.writable(want));
                 if (itemSize > 1) n -= n % itemSize;
                 if (n <= 0) {
-                    sendWaitsForSpace = true;
+                    sendBlocked = true;
                     return progress;
                 }
                 // the first item of a stream is untouched input: read it from the source when there is one

@@ -23,6 +23,8 @@ abstract class StreamCursor {
     int recvIdx;
     long recvPos;      // bytes of the current receive item that arrived
     long recvStored;   // of those, bytes stored in (or combined into) the work buffer; TCP holds partial elements aside
+    /** The last try to send found no room: the peer is not reading (for now). */
+    boolean sendBlocked;
 
     /** Points the cursor at the start of {@code s}, one stream of {@code t}. */
     final void begin(RingSchedule.Stream s, Transfer t) {
@@ -38,6 +40,7 @@ abstract class StreamCursor {
         this.recvIdx = 0;
         this.recvPos = 0;
         this.recvStored = 0;
+        this.sendBlocked = false;
     }
 
     /** The connection the stream sends on, or null when it sends nothing. */
@@ -45,9 +48,6 @@ abstract class StreamCursor {
 
     /** The connection the stream receives on, or null when it receives nothing. */
     abstract RingConnection recvConnection();
-
-    /** Whether the stream's last try to send found no room (the peer stopped reading). */
-    abstract boolean waitsToSend();
 
     /** The send item in progress (at {@link #sendIdx}), moving past finished ones; null when every item is sent. */
     final RingSchedule.Item sendItem() {

@@ -172,7 +172,7 @@ final class TcpTransport extends RingTransportBase {
     }
 
     private static void updateInterest(Endpoint s) {
-        int want = (s.sender != null && s.sender.wantsWrite ? SelectionKey.OP_WRITE : 0)
+        int want = (s.sender != null && s.sender.sendBlocked ? SelectionKey.OP_WRITE : 0)
                 | (s.receiver != null && s.receiver.wantsRead ? SelectionKey.OP_READ : 0);
         if (want != s.interest) {
             s.key.interestOps(want);
@@ -194,7 +194,6 @@ final class TcpTransport extends RingTransportBase {
         boolean wantsRead;
         long scratchFill;
         long scratchUsed;
-        boolean wantsWrite;
 
         private final WorkWindow sendWindow = new WorkWindow();
         private final WorkWindow recvWindow = new WorkWindow();
@@ -215,9 +214,6 @@ final class TcpTransport extends RingTransportBase {
 
         @Override
         RingConnection recvConnection() { return recvEnd == null ? null : recvEnd.connection; }
-
-        @Override
-        boolean waitsToSend() { return wantsWrite; }
 
         /**
          * For each receive item, the latest send item at or before the same position that covers any
@@ -247,7 +243,7 @@ final class TcpTransport extends RingTransportBase {
         }
 
         boolean pumpSend() {
-            wantsWrite = false;
+            sendBlocked = false;
             boolean progress = false;
             for (RingSchedule.Item item; (item = sendItem()) != null; ) {
                 long limit = sendable(sendIdx, item.length());
@@ -263,7 +259,7 @@ final class TcpTransport extends RingTransportBase {
                     throw lostConnection(transfer.opName(), sendEnd.connection, "sending", String.valueOf(e.getMessage()), e);
                 }
                 if (n == 0) {
-                    wantsWrite = true;
+                    sendBlocked = true;
                     return progress;
                 }
                 sendPos += n;

@@ -14,10 +14,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -94,23 +90,12 @@ class RingInProcessTest {
                     new InetSocketAddress("127.0.0.1", ports[q]))));
         }
         RingHostfile hf = new RingHostfile(null, List.copyOf(ranks));
-        ExecutorService pool = Executors.newFixedThreadPool(n);
-        try {
-            List<Future<Double>> sums = new ArrayList<>();
-            for (int r = 0; r < n; r++) {
-                int rank = r;
-                sums.add(pool.submit(() -> {
-                    try (RingGroup g = RingGroup.connect(RingSettings.of(rank, hf))) {
-                        Array out = Array.zeros(DType.FLOAT32, 1);
-                        g.allReduce(Array.fromFloats(new float[] {rank + 1}, 1), out, ReduceOp.SUM);
-                        return out.getDouble(0);
-                    }
-                }));
-            }
-            for (var f : sums) assertThat(f.get(60, TimeUnit.SECONDS)).isEqualTo(6.0);
-        } finally {
-            pool.shutdownNow();
-        }
+        List<Double> sums = RingTestSupport.onEveryRank(n, rank -> RingSettings.of(rank, hf), g -> {
+            Array out = Array.zeros(DType.FLOAT32, 1);
+            g.allReduce(Array.fromFloats(new float[] {g.rank() + 1}, 1), out, ReduceOp.SUM);
+            return out.getDouble(0);
+        });
+        assertThat(sums).containsOnly(6.0).hasSize(n);
     }
 
     @ParameterizedTest

@@ -18,6 +18,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.IntFunction;
 
 /** Test helpers: free loopback ports, hostfiles, in-process rings (one thread per rank). */
 public final class RingTestSupport {
@@ -75,16 +76,23 @@ public final class RingTestSupport {
     /** {@link #onEveryRank(Path, int, Map, Function)} with the transports tuned as {@code tuning} says. */
     public static <T> List<T> onEveryRank(Path hostfile, int n, Map<String, String> extraEnv, RingSettings.Tuning tuning,
                                           Function<GroupImpl, T> body) throws Exception {
+        return onEveryRank(n, rank -> {
+            Map<String, String> env = env(rank, hostfile, "20");
+            env.putAll(extraEnv);
+            return RingSettings.fromEnvironment(true, env).orElseThrow().withTuning(tuning);
+        }, body);
+    }
+
+    /** Forms an n-rank ring in this JVM (one thread per rank, rank r with {@code settings.apply(r)}) and runs {@code body}. */
+    public static <T> List<T> onEveryRank(int n, IntFunction<RingSettings> settings, Function<GroupImpl, T> body)
+            throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(n);
         try {
             List<Future<T>> fs = new ArrayList<>();
             for (int r = 0; r < n; r++) {
                 int rank = r;
                 fs.add(pool.submit(() -> {
-                    Map<String, String> env = env(rank, hostfile, "20");
-                    env.putAll(extraEnv);
-                    RingSettings settings = RingSettings.fromEnvironment(true, env).orElseThrow().withTuning(tuning);
-                    try (GroupImpl g = RingGroup.connect(settings)) {
+                    try (GroupImpl g = RingGroup.connect(settings.apply(rank))) {
                         return body.apply(g);
                     }
                 }));
