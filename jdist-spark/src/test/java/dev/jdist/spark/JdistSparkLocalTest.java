@@ -149,4 +149,43 @@ class JdistSparkLocalTest {
             assertThat(second).noneMatch(s -> s[2] == g);
         }
     }
+
+    /** Outcome of each rank in the kill test: the error's class, or "done". */
+    static final Map<Integer, String> KILL_OUTCOMES = new java.util.concurrent.ConcurrentHashMap<>();
+    static final Map<Integer, Long> TASK_IDS = new java.util.concurrent.ConcurrentHashMap<>();
+
+    @Test
+    void aTaskSparkKillsWhileItWaitsInACollectiveEndsAtOnceAndItsPeersGetPeerLost() throws Exception {
+        KILL_OUTCOMES.clear();
+        TASK_IDS.clear();
+        // JDIST_TIMEOUT far beyond the test's own timeout: only the group's closing on kill can end the collective in time.
+        java.util.concurrent.CompletableFuture<List<Integer>> job = java.util.concurrent.CompletableFuture.supplyAsync(() ->
+                JdistSpark.run(spark, 4, Map.of("JDIST_TIMEOUT", "600"), group -> {
+                    BarrierTaskContext ctx = BarrierTaskContext.get();
+                    TASK_IDS.put(group.rank(), ctx.taskAttemptId());
+                    if (group.rank() == 0) {
+                        // rank 0 is late: the others wait for it inside the collective
+                        while (!ctx.isInterrupted() && KILL_OUTCOMES.size() < 3) Thread.sleep(20);
+                    }
+                    try {
+                        group.allSum(Array.of(1));
+                        KILL_OUTCOMES.put(group.rank(), "done");
+                    } catch (RuntimeException e) {
+                        KILL_OUTCOMES.put(group.rank(), e.getClass().getName());
+                        throw e;
+                    }
+                    return group.rank();
+                }));
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (TASK_IDS.size() < 4 && System.nanoTime() < deadline) Thread.sleep(20);
+        assertThat(TASK_IDS).hasSize(4);
+        Thread.sleep(500);   // ranks 1..3 are in the all_sum now
+        // Spark kills a task without interrupting its thread (as it kills the rest of a failed barrier stage).
+        assertThat(spark.sc().killTaskAttempt(TASK_IDS.get(1), false, "killed by the test")).isTrue();
+        assertThatThrownBy(() -> job.get(90, java.util.concurrent.TimeUnit.SECONDS))
+                .hasCauseInstanceOf(SparkException.class);
+        for (int r = 1; r <= 3; r++) {
+            assertThat(KILL_OUTCOMES.get(r)).as("rank %d", r).isEqualTo(dev.jdist.PeerLostException.class.getName());
+        }
+    }
 }
