@@ -104,7 +104,7 @@ final class SparkRingFormation {
     static String executorHost(String address) {
         String host = address;
         int colon = address.lastIndexOf(':');
-        if (colon > 0 && address.indexOf(':') == colon) host = address.substring(0, colon);
+        if (colon >= 0 && address.indexOf(':') == colon) host = address.substring(0, colon);   // not for IPv6 literals
         if (host.isEmpty()) {
             throw new ConfigException("jdist-spark: Spark gave this task the executor address \"" + address
                     + "\", which names no host; set SPARK_LOCAL_IP (or the executor's host name) on the workers");
