@@ -3,6 +3,7 @@ package dev.jdist.spark;
 import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.DistributedException;
+import dev.jdist.Group;
 import dev.jdist.PeerLostException;
 import dev.jdist.spark.examples.SparkDataParallel;
 import org.apache.spark.SparkException;
@@ -30,6 +31,8 @@ import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
+import static org.assertj.core.data.Offset.offset;
 
 /**
  * jdist groups across separate executor JVMs: Spark's local cluster (a standalone master and two workers in this
@@ -123,7 +126,7 @@ class JdistSparkClusterIT {
                 r0.finalLoss(), r0.initialLoss(), single.finalLoss(), diff);
         assertThat(r0.finalLoss()).isLessThan(r0.initialLoss() / 10);
         assertThat(diff).as("largest weight difference to the 1-partition run").isLessThan(1e-4);
-        assertThat(r0.finalLoss()).isCloseTo(single.finalLoss(), org.assertj.core.data.Offset.offset(1e-6));
+        assertThat(r0.finalLoss()).isCloseTo(single.finalLoss(), offset(1e-6));
     }
 
     @Test
@@ -150,7 +153,7 @@ class JdistSparkClusterIT {
     void aKilledExecutorJvmFailsTheStageAndThePeersOnTheOtherExecutorGetPeerLost() throws Exception {
         String dir = outcomes.toString();
         long started = System.nanoTime();
-        Throwable failure = org.assertj.core.api.Assertions.catchThrowable(() -> JdistSpark.run(spark, TASKS, SETTINGS, group -> {
+        Throwable failure = catchThrowable(() -> JdistSpark.run(spark, TASKS, SETTINGS, group -> {
             group.allSum(Array.of(1f));
             if (group.rank() == 3) {
                 record(dir, "kill", group.rank(), "halted", 0, "");
@@ -182,7 +185,7 @@ class JdistSparkClusterIT {
     }
 
     /** A 4 MiB all_sum whose outcome (done, or the jdist error and how long it took to come) goes to a file. */
-    static long secondCollective(String dir, String scenario, dev.jdist.Group group) {
+    static long secondCollective(String dir, String scenario, Group group) {
         long start = System.nanoTime();
         try {
             group.allSum(Array.zeros(DType.FLOAT32, 1 << 20));

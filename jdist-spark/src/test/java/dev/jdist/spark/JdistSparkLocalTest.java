@@ -3,6 +3,7 @@ package dev.jdist.spark;
 import dev.jdist.Array;
 import dev.jdist.ConfigException;
 import dev.jdist.Group;
+import dev.jdist.PeerLostException;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.SparkException;
 import org.apache.spark.api.java.JavaRDD;
@@ -16,6 +17,9 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -151,15 +155,15 @@ class JdistSparkLocalTest {
     }
 
     /** Outcome of each rank in the kill test: the error's class, or "done". */
-    static final Map<Integer, String> KILL_OUTCOMES = new java.util.concurrent.ConcurrentHashMap<>();
-    static final Map<Integer, Long> TASK_IDS = new java.util.concurrent.ConcurrentHashMap<>();
+    static final Map<Integer, String> KILL_OUTCOMES = new ConcurrentHashMap<>();
+    static final Map<Integer, Long> TASK_IDS = new ConcurrentHashMap<>();
 
     @Test
     void aTaskSparkKillsWhileItWaitsInACollectiveEndsAtOnceAndItsPeersGetPeerLost() throws Exception {
         KILL_OUTCOMES.clear();
         TASK_IDS.clear();
         // JDIST_TIMEOUT far beyond the test's own timeout: only the group's closing on kill can end the collective in time.
-        java.util.concurrent.CompletableFuture<List<Integer>> job = java.util.concurrent.CompletableFuture.supplyAsync(() ->
+        CompletableFuture<List<Integer>> job = CompletableFuture.supplyAsync(() ->
                 JdistSpark.run(spark, 4, Map.of("JDIST_TIMEOUT", "600"), group -> {
                     BarrierTaskContext ctx = BarrierTaskContext.get();
                     TASK_IDS.put(group.rank(), ctx.taskAttemptId());
@@ -182,10 +186,10 @@ class JdistSparkLocalTest {
         Thread.sleep(500);   // ranks 1..3 are in the all_sum now
         // Spark kills a task without interrupting its thread (as it kills the rest of a failed barrier stage).
         assertThat(spark.sc().killTaskAttempt(TASK_IDS.get(1), false, "killed by the test")).isTrue();
-        assertThatThrownBy(() -> job.get(90, java.util.concurrent.TimeUnit.SECONDS))
+        assertThatThrownBy(() -> job.get(90, TimeUnit.SECONDS))
                 .hasCauseInstanceOf(SparkException.class);
         for (int r = 1; r <= 3; r++) {
-            assertThat(KILL_OUTCOMES.get(r)).as("rank %d", r).isEqualTo(dev.jdist.PeerLostException.class.getName());
+            assertThat(KILL_OUTCOMES.get(r)).as("rank %d", r).isEqualTo(PeerLostException.class.getName());
         }
     }
 }

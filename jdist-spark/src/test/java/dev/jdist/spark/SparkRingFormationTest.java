@@ -3,6 +3,13 @@ package dev.jdist.spark;
 import dev.jdist.ConfigException;
 import org.junit.jupiter.api.Test;
 
+import java.net.BindException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardProtocolFamily;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.util.List;
 import java.util.Map;
 
@@ -67,5 +74,34 @@ class SparkRingFormationTest {
         assertThatThrownBy(() -> JdistSpark.settings(Map.of(), Map.of("JDIST_JOB_TOKEN", "x")))
                 .hasMessageContaining("JDIST_JOB_TOKEN is chosen per stage attempt");
         assertThatThrownBy(() -> JdistSpark.settings(Map.of(), null)).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void aReservedPortIsFreeForTheRingsListenerButNotForAnyoneElse() throws Exception {
+        InetAddress loopback = InetAddress.getByName("127.0.0.1");
+        try (SparkRingFormation.PortReservation reserved = SparkRingFormation.PortReservation.on(loopback)) {
+            InetSocketAddress address = new InetSocketAddress(loopback, reserved.port());
+            // the kernel does not hand the reserved port to a socket that asks for any free port
+            for (int i = 0; i < 200; i++) {
+                try (ServerSocketChannel other = ServerSocketChannel.open()) {
+                    other.bind(new InetSocketAddress(loopback, 0));
+                    assertThat(((InetSocketAddress) other.getLocalAddress()).getPort()).isNotEqualTo(reserved.port());
+                }
+            }
+            // a program binding it explicitly without SO_REUSEADDR is refused
+            try (ServerSocketChannel other = ServerSocketChannel.open()) {
+                other.setOption(StandardSocketOptions.SO_REUSEADDR, false);
+                assertThatThrownBy(() -> other.bind(address)).isInstanceOf(BindException.class);
+            }
+            // the ring's listener (SO_REUSEADDR, as RingConnector.listen binds) takes it over and accepts
+            try (ServerSocketChannel ring = ServerSocketChannel.open(StandardProtocolFamily.INET)) {
+                ring.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+                ring.bind(address, 16);
+                try (SocketChannel client = SocketChannel.open(address);
+                     SocketChannel accepted = ring.accept()) {
+                    assertThat(accepted.getRemoteAddress()).isEqualTo(client.getLocalAddress());
+                }
+            }
+        }
     }
 }
