@@ -10,6 +10,7 @@ import dev.jdist.bench.BenchRunner;
 import dev.jdist.bench.BenchTable;
 import dev.jdist.bench.BenchWorker;
 import dev.jdist.bench.SizeSweep;
+import dev.jdist.console.CliFailure;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -93,8 +94,7 @@ public final class BenchCommand implements Callable<Integer> {
         try {
             spec = spec();
         } catch (IllegalArgumentException e) {
-            err.println("jdist bench: error: " + e.getMessage());
-            return 2;
+            throw CliFailure.usage(e.getMessage());
         }
         List<String> launch = new ArrayList<>();
         if (hostfile != null) {
@@ -114,12 +114,9 @@ public final class BenchCommand implements Callable<Integer> {
         List<BenchResult> results;
         try {
             results = BenchRunner.run(launch, spec, progress::advance, err);
-        } catch (BenchRunner.BenchFailedException e) {
+        } finally {
             progress.clear();
-            err.println("jdist bench: " + e.getMessage());
-            return e.status();
         }
-        progress.clear();
         if (json) {
             out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(results));
         } else if (csv) {
@@ -137,8 +134,7 @@ public final class BenchCommand implements Callable<Integer> {
         }
         long wrong = results.stream().mapToLong(BenchResult::wrong).sum();
         if (wrong > 0) {
-            err.println("jdist bench: " + wrong + " wrong elements: the collectives returned incorrect results");
-            return 1;
+            throw CliFailure.of(1, wrong + " wrong elements: the collectives returned incorrect results");
         }
         return 0;
     }

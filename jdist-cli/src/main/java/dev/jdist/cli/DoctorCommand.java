@@ -1,6 +1,7 @@
 package dev.jdist.cli;
 
 import dev.jdist.Distributed;
+import dev.jdist.console.CliFailure;
 import dev.jdist.launch.CommandResolver;
 import dev.jdist.launch.EnvironmentPlan;
 import dev.jdist.launch.Executables;
@@ -8,7 +9,6 @@ import dev.jdist.launch.HostEntry;
 import dev.jdist.launch.HostList;
 import dev.jdist.launch.Hostfile;
 import dev.jdist.launch.JobPreflight;
-import dev.jdist.launch.UsageException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -58,15 +58,9 @@ public final class DoctorCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws InterruptedException {
-        List<HostEntry> hostList;
-        try {
-            hostList = hostfile != null ? Hostfile.read(hostfile).hosts() : HostList.parse(hosts, repeat);
-            EnvironmentPlan.checkBackend(backend);
-            if (connectionsPerIp < 1) throw new UsageException("--connections-per-ip must be at least 1");
-        } catch (UsageException e) {
-            System.err.println("jdist doctor: error: " + e.getMessage());
-            return 2;
-        }
+        List<HostEntry> hostList = hostfile != null ? Hostfile.read(hostfile).hosts() : HostList.parse(hosts, repeat);
+        EnvironmentPlan.checkBackend(backend);
+        if (connectionsPerIp < 1) throw CliFailure.usage("--connections-per-ip must be at least 1");
         String javaPath = CommandResolver.javaPath(java);
         List<List<String>> ring = backend.equals("ring")
                 ? EnvironmentPlan.ringAddresses(hostList, startingPort, connectionsPerIp) : List.of();

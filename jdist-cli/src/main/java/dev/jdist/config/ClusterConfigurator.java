@@ -1,6 +1,7 @@
 package dev.jdist.config;
 
-import dev.jdist.launch.ConsoleLog;
+import dev.jdist.console.CliFailure;
+import dev.jdist.console.ConsoleLog;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -41,19 +42,12 @@ public final class ClusterConfigurator {
         this.calls = new RemoteCalls(shell, log);
     }
 
+    /**
+     * Configures the cluster and returns the exit status.
+     *
+     * @throws CliFailure with the ERROR lines to print when the cluster cannot be configured as asked
+     */
     public int run() {
-        try {
-            return configure();
-        } catch (ConfigFailure failure) {
-            out.flush();
-            for (String line : failure.lines()) {
-                log.error(line);
-            }
-            return failure.exitCode();
-        }
-    }
-
-    private int configure() {
         List<ConfigHost> hosts = new ArrayList<>(options.hosts());
         log.info("Checking for ssh access for " + hosts.stream().map(ConfigHost::ssh).collect(Collectors.joining(", ")));
         List<AccessCheck.Access> access = AccessCheck.check(shell, hosts.stream().map(ConfigHost::ssh).toList());
@@ -68,7 +62,7 @@ public final class ClusterConfigurator {
                 unreachable.forEach(a -> lines.add(a.host() + ": " + a.reason()));
                 lines.add("Check each with `ssh -o BatchMode=yes HOST echo success`, or pass --ignore-unreachable"
                         + " to configure the others.");
-                throw new ConfigFailure(lines);
+                throw CliFailure.of(1, lines);
             }
             log.warn("Ignoring hosts that ssh cannot reach: " + unreachable.stream()
                     .map(a -> a.host() + " (" + a.reason() + ")").collect(Collectors.joining(", ")));
@@ -83,7 +77,7 @@ public final class ClusterConfigurator {
             hosts = kept;
             access = keptAccess;
             if (hosts.isEmpty()) {
-                throw ConfigFailure.of("No host is left: ssh reached none of them. Set up password-less ssh"
+                throw CliFailure.of(1, "No host is left: ssh reached none of them. Set up password-less ssh"
                         + " (ssh-copy-id HOST) and check each with `ssh -o BatchMode=yes HOST echo success`.");
             }
         }
@@ -145,7 +139,7 @@ public final class ClusterConfigurator {
                 List<String> lines = new ArrayList<>(List.of("Neither thunderbolt mesh nor ring found.",
                         "Perhaps run with --dot to generate a plot of the connectivity."));
                 lines.addAll(diagnostics.meshAdvice());
-                throw new ConfigFailure(lines);
+                throw CliFailure.of(1, lines);
             } else if (allRdma && mesh) {
                 hostfile = jaccl(hosts, plan, rdma);
             } else if (allRdma && fullRing) {
@@ -153,7 +147,7 @@ public final class ClusterConfigurator {
             } else if (fullRing) {
                 hostfile = Hostfiles.ring(hosts, plan, rings.getFirst(), options.envs());
             } else {
-                throw ConfigFailure.of("RDMA is not available and ring is not found.",
+                throw CliFailure.of(1, "RDMA is not available and ring is not found.",
                         "Perhaps run with --dot to generate a plot of the connectivity.");
             }
         } else {
@@ -196,7 +190,7 @@ public final class ClusterConfigurator {
         return (host, iface) -> {
             String dev = platform.rdmaDevice(rdma.get(host), iface);
             if (dev == null) {
-                throw ConfigFailure.of("No RDMA device of " + hosts.get(host).ssh() + " sits on " + iface
+                throw CliFailure.of(1, "No RDMA device of " + hosts.get(host).ssh() + " sits on " + iface
                         + " (it has " + String.join(", ", rdma.get(host).devices()) + ")", platform.rdmaHelp());
             }
             return dev;
@@ -212,7 +206,7 @@ public final class ClusterConfigurator {
             lines.add("");
             lines.add("Try passing --dot to visualize the connectivity");
             lines.addAll(diagnostics.meshAdvice());
-            throw new ConfigFailure(lines);
+            throw CliFailure.of(1, lines);
         }
     }
 
@@ -227,7 +221,7 @@ public final class ClusterConfigurator {
                 }
             }
             lines.addAll(diagnostics.miswiring());
-            throw new ConfigFailure(lines);
+            throw CliFailure.of(1, lines);
         }
     }
 
@@ -251,7 +245,7 @@ public final class ClusterConfigurator {
             lines.add("");
             lines.add(platform.rdmaHelp());
             if (strict) {
-                throw new ConfigFailure(lines);
+                throw CliFailure.of(1, lines);
             }
             lines.forEach(log::warn);
         }
@@ -319,7 +313,7 @@ public final class ClusterConfigurator {
         try {
             Files.writeString(path, json);
         } catch (IOException e) {
-            throw ConfigFailure.of("Could not write the hostfile to " + path + " (" + e + "); check that the folder exists"
+            throw CliFailure.of(1, "Could not write the hostfile to " + path + " (" + e + "); check that the folder exists"
                     + " and is writable, or choose another --output-hostfile");
         }
         log.info("Wrote the hostfile to " + path);

@@ -2,7 +2,6 @@ package dev.jdist.config;
 
 import dev.jdist.launch.HostEntry;
 import dev.jdist.launch.Hostfile;
-import dev.jdist.launch.UsageException;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -18,19 +17,11 @@ public final class HostList {
     }
 
     public static List<ConfigHost> fromHosts(String list) {
-        try {
-            return toConfigHosts(dev.jdist.launch.HostList.parse(list, 1));
-        } catch (UsageException e) {
-            throw ConfigFailure.usage(e.getMessage());
-        }
+        return toConfigHosts(dev.jdist.launch.HostList.parse(list, 1));
     }
 
     public static List<ConfigHost> fromHostfile(Path path) {
-        try {
-            return toConfigHosts(Hostfile.read(path.toString()).hosts());
-        } catch (UsageException e) {
-            throw ConfigFailure.usage(e.getMessage());
-        }
+        return toConfigHosts(Hostfile.read(path.toString()).hosts());
     }
 
     private static List<ConfigHost> toConfigHosts(List<HostEntry> entries) {

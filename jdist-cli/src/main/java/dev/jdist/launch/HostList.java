@@ -1,5 +1,7 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
+
 import java.util.ArrayList;
 import java.util.List;
 
@@ -13,7 +15,7 @@ public final class HostList {
         // split with limit -1 keeps trailing empty pieces, so "a," is an error like in MLX
         for (String h : hosts.split(",", -1)) {
             if (h.isEmpty()) {
-                throw new UsageException("Hostname cannot be empty in --hosts '" + hosts
+                throw CliFailure.usage("Hostname cannot be empty in --hosts '" + hosts
                         + "'; write host names or IPs separated by single commas, e.g. --hosts 10.0.0.1,10.0.0.2");
             }
             HostEntry e = new HostEntry(h, IpLiteral.isIp(h) ? List.of(h) : List.of(), List.of());

@@ -3,6 +3,7 @@ package dev.jdist.launch;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.jdist.console.CliFailure;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -27,14 +28,14 @@ public record Hostfile(List<HostEntry> hosts, String backend, List<String> envs)
     public static Hostfile read(String path) {
         Path p = Path.of(path);
         if (!Files.exists(p)) {
-            throw new UsageException("Hostfile " + path + " doesn't exist; check the path (it is relative to "
+            throw CliFailure.usage("Hostfile " + path + " doesn't exist; check the path (it is relative to "
                     + Path.of("").toAbsolutePath() + ")");
         }
         String text;
         try {
             text = Files.readString(p);
         } catch (IOException e) {
-            throw new UsageException("Failed to parse hostfile " + path + " (cannot read it: " + e.getMessage() + ")");
+            throw CliFailure.usage("Failed to parse hostfile " + path + " (cannot read it: " + e.getMessage() + ")");
         }
         return parse(path, text);
     }
@@ -176,7 +177,7 @@ public record Hostfile(List<HostEntry> hosts, String backend, List<String> envs)
         return n.getNodeType().toString().toLowerCase();
     }
 
-    private static UsageException fail(String path, String detail) {
-        return new UsageException("Failed to parse hostfile " + path + " (" + detail + ")");
+    private static CliFailure fail(String path, String detail) {
+        return CliFailure.usage("Failed to parse hostfile " + path + " (" + detail + ")");
     }
 }

@@ -1,5 +1,7 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.ConsoleLog;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;

@@ -1,5 +1,6 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
@@ -99,7 +100,7 @@ public final class LaunchArguments {
                         }
                     }
                     if (matches.size() > 1) {
-                        throw new UsageException("ambiguous option: " + name + " could match " + String.join(", ", matchedNames)
+                        throw CliFailure.usage("ambiguous option: " + name + " could match " + String.join(", ", matchedNames)
                                 + "; write the option name in full");
                     }
                     if (matches.size() == 1) {
@@ -113,14 +114,14 @@ public final class LaunchArguments {
                 String canonical = o.longestName();
                 if (o.usageHelp()) {
                     if (eq >= 0) {
-                        throw new UsageException("argument -h/--help: ignored explicit argument '" + t.substring(eq + 1) + "'");
+                        throw CliFailure.usage("argument -h/--help: ignored explicit argument '" + t.substring(eq + 1) + "'");
                     }
                     help = true;
                     continue;
                 }
                 if (isFlag(o)) {
                     if (eq >= 0) {
-                        throw new UsageException("argument " + canonical + ": ignored explicit argument '" + t.substring(eq + 1)
+                        throw CliFailure.usage("argument " + canonical + ": ignored explicit argument '" + t.substring(eq + 1)
                                 + "' (" + canonical + " is a flag and takes no value)");
                     }
                     head.add(canonical);
@@ -131,7 +132,7 @@ public final class LaunchArguments {
                     head.add(t.substring(eq + 1));
                 } else {
                     if (i + 1 >= args.size()) {
-                        throw new UsageException("argument " + displayName(o) + ": expected one argument");
+                        throw CliFailure.usage("argument " + displayName(o) + ": expected one argument");
                     }
                     head.add(args.get(++i)); // the next token is always the value, even if it starts with '-'
                 }
@@ -149,7 +150,7 @@ public final class LaunchArguments {
                     head.add(v.startsWith("=") ? v.substring(1) : v);
                 } else {
                     if (i + 1 >= args.size()) {
-                        throw new UsageException("argument " + displayName(o) + ": expected one argument");
+                        throw CliFailure.usage("argument " + displayName(o) + ": expected one argument");
                     }
                     head.add(args.get(++i));
                 }
@@ -161,7 +162,7 @@ public final class LaunchArguments {
         try {
             cl.parseArgs(head.toArray(String[]::new));
         } catch (CommandLine.ParameterException e) {
-            throw new UsageException(e.getMessage());
+            throw CliFailure.usage(e.getMessage());
         }
         List<String> command = new ArrayList<>(options.command);
         if (sawDashDash) {
@@ -185,7 +186,7 @@ public final class LaunchArguments {
                 timeout = Double.NaN;
             }
             if (timeout.isNaN() || timeout <= 0 || timeout.isInfinite()) {
-                throw new UsageException("argument --timeout: invalid positive number of seconds: '" + options.timeout + "'");
+                throw CliFailure.usage("argument --timeout: invalid positive number of seconds: '" + options.timeout + "'");
             }
         }
         return new Parsed(options, command, false, repeat, cpi, port, ncclPort, timeout);
@@ -215,7 +216,7 @@ public final class LaunchArguments {
                 // too large: fall through
             }
         }
-        throw new UsageException("argument " + name + ": invalid positive_number value: '" + value
+        throw CliFailure.usage("argument " + name + ": invalid positive_number value: '" + value
                 + "' (give a whole number >= 1, e.g. -n 4)");
     }
 
@@ -227,6 +228,6 @@ public final class LaunchArguments {
                 // too large
             }
         }
-        throw new UsageException("argument " + name + ": invalid int value: '" + value + "' (give a whole number)");
+        throw CliFailure.usage("argument " + name + ": invalid int value: '" + value + "' (give a whole number)");
     }
 }

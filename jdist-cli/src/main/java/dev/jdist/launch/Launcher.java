@@ -1,5 +1,8 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
+import dev.jdist.console.ConsoleLog;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -35,17 +38,14 @@ public final class Launcher {
         this.handleSignals = handleSignals;
     }
 
+    /**
+     * Runs the job and returns the launcher's exit status.
+     *
+     * @throws CliFailure for a usage error (before anything starts) or when the job cannot be started
+     */
     public int run(List<String> args) {
         try {
             return launch(args);
-        } catch (UsageException e) {
-            err.println(LaunchArguments.USAGE);
-            err.println("jdist launch: error: " + e.getMessage());
-            err.flush();
-            return 2;
-        } catch (LaunchFailure e) {
-            new ConsoleLog(err, false).error(e.getMessage());
-            return e.exitStatus();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return 130;
@@ -70,7 +70,7 @@ public final class Launcher {
                     Optional<Path> found = Executables.onPath("python3").or(() -> Executables.onPath("python"));
                     if (found.isEmpty()) {
                         out.flush();
-                        throw new LaunchFailure("no python3 or python on PATH; install Python or pass --python PATH", 1);
+                        throw CliFailure.of(1, "no python3 or python on PATH; install Python or pass --python PATH");
                     }
                     py = found.get().toString();
                 }
@@ -130,7 +130,7 @@ public final class Launcher {
         try {
             sink = new OutputSink(out, err, o.tagOutput, o.timestampOutput, o.outputDir == null ? null : Path.of(o.outputDir));
         } catch (IOException e) {
-            throw new UsageException("--output-dir " + o.outputDir + ": cannot create it (" + e.getMessage() + ")");
+            throw CliFailure.usage("--output-dir " + o.outputDir + ": cannot create it (" + e.getMessage() + ")");
         }
         String ssh = Executables.onPath("ssh").map(Path::toString).orElse("ssh");
         JobSupervisor supervisor = new JobSupervisor(log, sink, ssh, in, p.timeoutSeconds());
@@ -190,12 +190,12 @@ public final class Launcher {
     static boolean bindToCore(String value) {
         if (value == null || value.equals("none")) return false;
         if (value.equals("core")) return true;
-        throw new UsageException("--bind-to must be none or core, got '" + value + "'");
+        throw CliFailure.usage("--bind-to must be none or core, got '" + value + "'");
     }
 
     private int runMpi(EnvironmentPlan.Inputs inputs, LaunchOptions o, List<String> argv, ConsoleLog log) throws InterruptedException {
-        Path mpirun = Executables.onPath("mpirun").orElseThrow(() -> new LaunchFailure(
-                "mpirun not found on PATH (" + System.getenv("PATH") + "); install Open MPI or put its bin directory on PATH", 1));
+        Path mpirun = Executables.onPath("mpirun").orElseThrow(() -> CliFailure.of(1,
+                "mpirun not found on PATH (" + System.getenv("PATH") + "); install Open MPI or put its bin directory on PATH"));
         List<EnvEntry> entries = new ArrayList<>(MpiLaunch.discover(mpirun));
         entries.addAll(EnvironmentPlan.commonEntries(inputs, false, new ArrayList<>()));
         List<String> words = MpiLaunch.mpiArgWords(o.mpiArg);
@@ -205,7 +205,7 @@ public final class Launcher {
             hostfile = Files.createTempFile("jdist-mpi-hosts-", ".txt");
             Files.writeString(hostfile, MpiLaunch.hostfile(inputs.hosts()));
         } catch (IOException e) {
-            throw new LaunchFailure("cannot write the temporary MPI hostfile: " + e.getMessage(), 1);
+            throw CliFailure.of(1, "cannot write the temporary MPI hostfile: " + e.getMessage());
         }
         try {
             List<String> cmd = MpiLaunch.argv(mpirun.toString(), ompi4, hostfile.toString(), o.cwd, entries, words, argv);
@@ -222,7 +222,7 @@ public final class Launcher {
             try {
                 proc = new ProcessBuilder(cmd).inheritIO().start();
             } catch (IOException e) {
-                throw new LaunchFailure("cannot start " + mpirun + ": " + e.getMessage(), 1);
+                throw CliFailure.of(1, "cannot start " + mpirun + ": " + e.getMessage());
             }
             int[] signal = {0};
             if (handleSignals) {

@@ -1,6 +1,7 @@
 package dev.jdist.config;
 
-import dev.jdist.launch.ConsoleLog;
+import dev.jdist.console.CliFailure;
+import dev.jdist.console.ConsoleLog;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,8 +34,13 @@ class ClusterConfiguratorTest {
 
         Run exec(ConfigOptions options, String stdin) {
             var log = new ConsoleLog(new PrintStream(err, true, StandardCharsets.UTF_8), true, false);
-            exit = new ClusterConfigurator(options, shell, log, new PrintStream(out, true, StandardCharsets.UTF_8),
-                    new BufferedReader(new StringReader(stdin))).run();
+            try {
+                exit = new ClusterConfigurator(options, shell, log, new PrintStream(out, true, StandardCharsets.UTF_8),
+                        new BufferedReader(new StringReader(stdin))).run();
+            } catch (CliFailure failure) {
+                failure.lines().forEach(log::error); // as jdist config prints it (dev.jdist.cli.FailureHandler)
+                exit = failure.exitStatus();
+            }
             return this;
         }
 

@@ -1,5 +1,6 @@
 package dev.jdist.config;
 
+import dev.jdist.console.CliFailure;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -65,7 +66,7 @@ class IpPlanAndHostfileTest {
         assertThat(IpPlan.of(parallelCables(IpPlan.MAX_CABLES)).cables()).hasSize(16384);
         assertThat(IpPlan.of(parallelCables(IpPlan.MAX_CABLES)).links(0, 1).getLast().ip()).isEqualTo("192.168.255.253");
         assertThatThrownBy(() -> IpPlan.of(parallelCables(IpPlan.MAX_CABLES + 1)))
-                .isInstanceOf(ConfigFailure.class).hasMessageContaining("Ran out of available local IPs");
+                .isInstanceOf(CliFailure.class).hasMessageContaining("Ran out of available local IPs");
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -45,7 +46,7 @@ class HostfileTest {
     @Test
     void missingFile(@TempDir Path dir) {
         String p = dir.resolve("nope.json").toString();
-        assertThatThrownBy(() -> Hostfile.read(p)).isInstanceOf(UsageException.class)
+        assertThatThrownBy(() -> Hostfile.read(p)).isInstanceOf(CliFailure.class)
                 .hasMessageContaining("Hostfile " + p + " doesn't exist");
     }
 
@@ -81,7 +82,7 @@ class HostfileTest {
             "zero hosts object | {\"hosts\": []} | no hosts"})
     void errors(String name, String text, String detail) {
         assertThatThrownBy(() -> Hostfile.parse("h.json", text))
-                .isInstanceOf(UsageException.class)
+                .isInstanceOf(CliFailure.class)
                 .hasMessageStartingWith("Failed to parse hostfile h.json (")
                 .hasMessageContaining(detail);
     }

@@ -1,5 +1,6 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -54,7 +55,7 @@ class LaunchArgumentsTest {
     @Test
     void npIsMinusNWithValueP() {
         assertThatThrownBy(() -> parse("-np", "2", "x"))
-                .isInstanceOf(UsageException.class)
+                .isInstanceOf(CliFailure.class)
                 .hasMessageContaining("argument --repeat-hosts/-n: invalid positive_number value: 'p'");
     }
 
@@ -88,7 +89,7 @@ class LaunchArgumentsTest {
     @CsvSource({"--host,'--hosts, --hostfile'", "--print,'--print-python, --print-java'", "--p,--python"})
     void ambiguousPrefixesAreUsageErrors(String opt, String candidates) {
         assertThatThrownBy(() -> parse(opt, "v", "x"))
-                .isInstanceOf(UsageException.class)
+                .isInstanceOf(CliFailure.class)
                 .hasMessageContaining("ambiguous option: " + opt + " could match ")
                 .hasMessageContaining(candidates);
     }
@@ -110,7 +111,7 @@ class LaunchArgumentsTest {
 
     @Test
     void flagsTakeNoValue() {
-        assertThatThrownBy(() -> parse("--verbose=1", "x")).isInstanceOf(UsageException.class)
+        assertThatThrownBy(() -> parse("--verbose=1", "x")).isInstanceOf(CliFailure.class)
                 .hasMessageContaining("--verbose").hasMessageContaining("'1'");
     }
 

@@ -1,6 +1,8 @@
-package dev.jdist.launch;
+package dev.jdist.console;
 
 import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.util.function.Consumer;
 
 /**
  * The {@code [INFO]}/{@code [WARN]}/{@code [ERROR]} lines of {@code jdist launch} and {@code jdist config} on
@@ -8,7 +10,10 @@ import java.io.PrintStream;
  * verbose; {@code NO_COLOR} turns colours off. Lines never interleave with ranks' forwarded output.
  */
 public final class ConsoleLog {
-    private final PrintStream err;
+    /** One lock for everything written to the launcher's stdout and stderr, so chunks and report lines never interleave. */
+    public static final Object LOCK = new Object();
+
+    private final Consumer<String> err;
     private final boolean verbose;
     private final boolean colour;
 
@@ -17,6 +22,21 @@ public final class ConsoleLog {
     }
 
     public ConsoleLog(PrintStream err, boolean verbose, boolean colour) {
+        this(text -> {
+            err.print(text);
+            err.flush();
+        }, verbose, colour);
+    }
+
+    /** On a picocli command line's error writer (the failure handler's). */
+    public ConsoleLog(PrintWriter err, boolean verbose, boolean colour) {
+        this(text -> {
+            err.print(text);
+            err.flush();
+        }, verbose, colour);
+    }
+
+    private ConsoleLog(Consumer<String> err, boolean verbose, boolean colour) {
         this.err = err;
         this.verbose = verbose;
         this.colour = colour;
@@ -48,18 +68,16 @@ public final class ConsoleLog {
 
     /** Text exactly as given (a remote command's stderr). */
     public void raw(String text) {
-        synchronized (OutputSink.LOCK) {
-            err.print(text);
-            err.flush();
+        synchronized (LOCK) {
+            err.accept(text);
         }
     }
 
     private void line(String code, String tag, String message) {
         // MLX prints the same words with and without colour: tag, space, message, space (then the reset)
         String text = colour ? "\u001b[" + code + "m" + tag + " " + message + " \u001b[0m\n" : tag + " " + message + " \n";
-        synchronized (OutputSink.LOCK) {
-            err.print(text);
-            err.flush();
+        synchronized (LOCK) {
+            err.accept(text);
         }
     }
 }
