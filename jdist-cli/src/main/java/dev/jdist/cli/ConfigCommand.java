@@ -1,9 +1,7 @@
 package dev.jdist.cli;
 
 import dev.jdist.config.ClusterConfigurator;
-import dev.jdist.config.ConfigHost;
 import dev.jdist.config.ConfigOptions;
-import dev.jdist.config.HostList;
 import dev.jdist.config.HostPlatform;
 import dev.jdist.config.LinuxPlatform;
 import dev.jdist.config.MacOsPlatform;
@@ -11,6 +9,9 @@ import dev.jdist.config.RemoteShell;
 import dev.jdist.config.SshRemoteShell;
 import dev.jdist.console.CliFailure;
 import dev.jdist.console.ConsoleLog;
+import dev.jdist.hosts.HostEntry;
+import dev.jdist.hosts.HostList;
+import dev.jdist.hosts.Hostfile;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -99,7 +100,11 @@ public final class ConfigCommand implements Callable<Integer>, MlxCounterpart {
             choice("--backend", backend, "ring", "jaccl", "jaccl-ring");
         }
         choice("--platform", platform, "macos", "linux");
-        List<ConfigHost> hostList = hostfile != null ? HostList.fromHostfile(hostfile) : HostList.fromHosts(hosts);
+        // the launcher's host model, so both commands accept and reject the same --hosts and hostfiles; of a hostfile,
+        // config uses the ssh and ips of each host (distributed-config.md §2)
+        List<HostEntry> hostList = hostfile != null
+                ? Hostfile.read(hostfile.toString()).hosts().stream().map(h -> new HostEntry(h.ssh(), h.ips())).toList()
+                : HostList.parse(hosts, 1);
         HostPlatform hostPlatform = platform.equals("linux") ? new LinuxPlatform() : new MacOsPlatform();
         ConfigOptions options = new ConfigOptions(hostList, over, backend, autoSetup, dot, output, envs,
                 ignoreUnreachable, hostPlatform);

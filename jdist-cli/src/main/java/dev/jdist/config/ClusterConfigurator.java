@@ -2,6 +2,8 @@ package dev.jdist.config;
 
 import dev.jdist.console.CliFailure;
 import dev.jdist.console.ConsoleLog;
+import dev.jdist.hosts.HostEntry;
+import dev.jdist.hosts.Hostfile;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -48,9 +50,9 @@ public final class ClusterConfigurator {
      * @throws CliFailure with the ERROR lines to print when the cluster cannot be configured as asked
      */
     public int run() {
-        List<ConfigHost> hosts = new ArrayList<>(options.hosts());
-        log.info("Checking for ssh access for " + hosts.stream().map(ConfigHost::ssh).collect(Collectors.joining(", ")));
-        List<AccessCheck.Access> access = AccessCheck.check(shell, hosts.stream().map(ConfigHost::ssh).toList());
+        List<HostEntry> hosts = new ArrayList<>(options.hosts());
+        log.info("Checking for ssh access for " + hosts.stream().map(HostEntry::ssh).collect(Collectors.joining(", ")));
+        List<AccessCheck.Access> access = AccessCheck.check(shell, hosts.stream().map(HostEntry::ssh).toList());
         List<AccessCheck.Access> unreachable = access.stream().filter(a -> !a.reachable()).toList();
         if (!unreachable.isEmpty()) {
             if (!options.ignoreUnreachable()) {
@@ -66,7 +68,7 @@ public final class ClusterConfigurator {
             }
             log.warn("Ignoring hosts that ssh cannot reach: " + unreachable.stream()
                     .map(a -> a.host() + " (" + a.reason() + ")").collect(Collectors.joining(", ")));
-            List<ConfigHost> kept = new ArrayList<>();
+            List<HostEntry> kept = new ArrayList<>();
             List<AccessCheck.Access> keptAccess = new ArrayList<>();
             for (int i = 0; i < hosts.size(); i++) {
                 if (access.get(i).reachable()) {
@@ -87,19 +89,19 @@ public final class ClusterConfigurator {
         return thunderbolt(hosts, access);
     }
 
-    private int ethernet(List<ConfigHost> hosts) {
+    private int ethernet(List<HostEntry> hosts) {
         if (options.dot() || options.backend() != null || options.autoSetup()) {
             log.warn("--dot, --backend and --auto-setup only apply to --over thunderbolt; ignoring them");
         }
         log.info("Preparing an ethernet hostfile");
-        List<ConfigHost> withIps = discoverIps(hosts);
+        List<HostEntry> withIps = discoverIps(hosts);
         writeHostfile(Hostfiles.ethernet(withIps, options.envs()));
         return 0;
     }
 
-    private List<ConfigHost> discoverIps(List<ConfigHost> hosts) {
-        List<ConfigHost> result = new ArrayList<>();
-        for (ConfigHost h : hosts) {
+    private List<HostEntry> discoverIps(List<HostEntry> hosts) {
+        List<HostEntry> result = new ArrayList<>();
+        for (HostEntry h : hosts) {
             log.info("Getting the ip from " + h.ssh());
             Optional<String> ip = platform.primaryIp(calls, h.ssh());
             if (ip.isPresent()) {
@@ -114,9 +116,9 @@ public final class ClusterConfigurator {
         return result;
     }
 
-    private int thunderbolt(List<ConfigHost> hosts, List<AccessCheck.Access> access) {
+    private int thunderbolt(List<HostEntry> hosts, List<AccessCheck.Access> access) {
         log.info("Preparing for communication over thunderbolt");
-        List<String> names = hosts.stream().map(ConfigHost::ssh).toList();
+        List<String> names = hosts.stream().map(HostEntry::ssh).toList();
         ThunderboltTopology topology = new ThunderboltTopology(platform.wiring(calls, names));
         if (options.dot()) {
             out.print(DotWriter.write(topology));
@@ -130,7 +132,7 @@ public final class ClusterConfigurator {
         List<RingSearch.Ring> rings = RingSearch.rings(topology.connectivity());
         boolean mesh = topology.isFullMesh();
         boolean fullRing = RingSearch.isFullRing(rings, topology.size());
-        HostfileDocument hostfile;
+        Hostfile hostfile;
         String backend = options.backend();
         if (backend == null) {
             List<RdmaReport> rdma = rdmaCheck(names, topology, false);
@@ -176,17 +178,17 @@ public final class ClusterConfigurator {
         return 0;
     }
 
-    private HostfileDocument jaccl(List<ConfigHost> hosts, IpPlan plan, List<RdmaReport> rdma) {
-        List<ConfigHost> withIps = discoverIps(hosts);
+    private Hostfile jaccl(List<HostEntry> hosts, IpPlan plan, List<RdmaReport> rdma) {
+        List<HostEntry> withIps = discoverIps(hosts);
         return Hostfiles.jaccl(withIps, plan, device(hosts, rdma), options.envs());
     }
 
-    private HostfileDocument jacclRing(List<ConfigHost> hosts, IpPlan plan, RingSearch.Ring ring, List<RdmaReport> rdma) {
-        List<ConfigHost> withIps = discoverIps(hosts);
+    private Hostfile jacclRing(List<HostEntry> hosts, IpPlan plan, RingSearch.Ring ring, List<RdmaReport> rdma) {
+        List<HostEntry> withIps = discoverIps(hosts);
         return Hostfiles.jacclRing(withIps, plan, ring, device(hosts, rdma), options.envs());
     }
 
-    private BiFunction<Integer, String, String> device(List<ConfigHost> hosts, List<RdmaReport> rdma) {
+    private BiFunction<Integer, String, String> device(List<HostEntry> hosts, List<RdmaReport> rdma) {
         return (host, iface) -> {
             String dev = platform.rdmaDevice(rdma.get(host), iface);
             if (dev == null) {
@@ -300,7 +302,7 @@ public final class ClusterConfigurator {
         out.flush();
     }
 
-    private void writeHostfile(HostfileDocument doc) {
+    private void writeHostfile(Hostfile doc) {
         String json = doc.toJson();
         Path path = options.output();
         if (path == null) {

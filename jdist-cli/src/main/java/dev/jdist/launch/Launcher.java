@@ -2,6 +2,9 @@ package dev.jdist.launch;
 
 import dev.jdist.console.CliFailure;
 import dev.jdist.console.ConsoleLog;
+import dev.jdist.hosts.HostEntry;
+import dev.jdist.hosts.HostList;
+import dev.jdist.hosts.Hostfile;
 
 import java.io.IOException;
 import java.io.InputStream;

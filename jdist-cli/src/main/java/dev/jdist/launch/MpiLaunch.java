@@ -1,6 +1,7 @@
 package dev.jdist.launch;
 
 import dev.jdist.console.CliFailure;
+import dev.jdist.hosts.HostEntry;
 
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -2,6 +2,8 @@ package dev.jdist.config;
 
 import dev.jdist.console.CliFailure;
 import dev.jdist.console.ConsoleLog;
+import dev.jdist.hosts.HostEntry;
+import dev.jdist.hosts.Hostfile;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -53,7 +55,7 @@ class ClusterConfiguratorTest {
         }
     }
 
-    static ConfigOptions tb(List<ConfigHost> hosts, String backend, boolean auto, Path output) {
+    static ConfigOptions tb(List<HostEntry> hosts, String backend, boolean auto, Path output) {
         return new ConfigOptions(hosts, "thunderbolt", backend, auto, false, output, List.of(), false, new MacOsPlatform());
     }
 
@@ -228,7 +230,7 @@ class ClusterConfiguratorTest {
     @Test
     void ethernetHostfileAppendsTheDiscoveredAddresses(@TempDir Path dir) throws Exception {
         Path out = dir.resolve("hosts.json");
-        List<ConfigHost> hosts = new ArrayList<>(MacFixtures.hosts("h0", "h1"));
+        List<HostEntry> hosts = new ArrayList<>(MacFixtures.hosts("h0", "h1"));
         Run run = new Run("mesh3").exec(new ConfigOptions(hosts, "ethernet", "jaccl", false, false, out,
                 List.of("MLX_METAL_FAST_SYNCH=1"), false, new MacOsPlatform()), "");
         assertThat(run.exit).as(run.err()).isZero();

@@ -1,5 +1,6 @@
 package dev.jdist.config;
 
+import dev.jdist.hosts.Hostfile;
 import dev.jdist.testing.CommandResult;
 import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.AfterAll;

@@ -1,6 +1,9 @@
 package dev.jdist.launch;
 
 import dev.jdist.console.CliFailure;
+import dev.jdist.hosts.HostEntry;
+import dev.jdist.hosts.HostList;
+import dev.jdist.hosts.Hostfile;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;

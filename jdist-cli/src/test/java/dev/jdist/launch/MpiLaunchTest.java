@@ -1,6 +1,7 @@
 package dev.jdist.launch;
 
 import dev.jdist.console.CliFailure;
+import dev.jdist.hosts.HostList;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;

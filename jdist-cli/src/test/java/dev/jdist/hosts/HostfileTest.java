@@ -1,4 +1,4 @@
-package dev.jdist.launch;
+package dev.jdist.hosts;
 
 import dev.jdist.console.CliFailure;
 import org.junit.jupiter.api.Test;
@@ -14,7 +14,7 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** launcher.md §2.4: both hostfile forms and every parse error. */
+/** launcher.md §2.4: both hostfile forms, every parse error, and the object form written back. */
 class HostfileTest {
 
     @Test
@@ -41,6 +41,44 @@ class HostfileTest {
         assertThat(hf.envs()).containsExactly("MLX_METAL_FAST_SYNCH=1");
         assertThat(hf.hosts().get(0).rdma()).containsExactly(null, "rdma_en5", List.of("rdma_en4", "rdma_en6"));
         assertThat(hf.hosts().get(2).ips()).isEmpty();
+    }
+
+    @Test
+    void theWrittenObjectFormReadsBackAsTheSameHostfile() {
+        Hostfile hf = new Hostfile("jaccl", List.of("A=1"), List.of(
+                new HostEntry("m1", List.of("10.0.0.1"), Arrays.asList(null, "rdma_en5")),
+                new HostEntry("m\u00e9", List.of(), Arrays.asList(List.of("rdma_en4", "rdma_en6"), null))));
+        assertThat(hf.toJson()).isEqualTo("""
+                {
+                    "backend": "jaccl",
+                    "envs": [
+                        "A=1"
+                    ],
+                    "hosts": [
+                        {
+                            "ssh": "m1",
+                            "ips": [
+                                "10.0.0.1"
+                            ],
+                            "rdma": [
+                                null,
+                                "rdma_en5"
+                            ]
+                        },
+                        {
+                            "ssh": "m\\u00e9",
+                            "ips": [],
+                            "rdma": [
+                                [
+                                    "rdma_en4",
+                                    "rdma_en6"
+                                ],
+                                null
+                            ]
+                        }
+                    ]
+                }""");
+        assertThat(Hostfile.parse("h.json", hf.toJson())).isEqualTo(hf);
     }
 
     @Test
