@@ -1,6 +1,5 @@
 package dev.jdist.cli;
 
-import dev.jdist.hosts.Hostfile;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
