@@ -3,7 +3,6 @@ package dev.jdist.config;
 import dev.jdist.console.CliFailure;
 import dev.jdist.console.ConsoleLog;
 import dev.jdist.hosts.HostEntry;
-import dev.jdist.hosts.Hostfile;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

@@ -1,6 +1,5 @@
 package dev.jdist.config;
 
-import dev.jdist.hosts.Hostfile;
 import dev.jdist.testing.CommandResult;
 import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.AfterAll;
