@@ -6,10 +6,11 @@ import dev.jdist.launch.CommandResolver;
 import dev.jdist.launch.EnvironmentPlan;
 import dev.jdist.launch.Executables;
 import dev.jdist.hosts.HostEntry;
-import dev.jdist.hosts.HostList;
 import dev.jdist.hosts.Hostfile;
 import dev.jdist.launch.JobPreflight;
+import dev.jdist.launch.JobTargetOptions;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -26,23 +27,9 @@ import java.util.concurrent.Callable;
         footer = {"Exit status: 0 when every check passes, 1 when one fails, 2 for usage errors."})
 public final class DoctorCommand implements Callable<Integer> {
 
-    @Option(names = "--hostfile", paramLabel = "FILE", description = "JSON hostfile (as for jdist launch)")
-    String hostfile;
-
-    @Option(names = "--hosts", paramLabel = "H1,H2,...", description = "comma-separated hosts (default: 127.0.0.1)")
-    String hosts = "127.0.0.1";
-
-    @Option(names = {"-n", "--repeat-hosts"}, paramLabel = "N", description = "ranks per --hosts entry (default: 1)")
-    int repeat = 1;
-
-    @Option(names = "--backend", description = "the backend the job will use; ring ports are checked for ring (default)")
-    String backend = "ring";
-
-    @Option(names = {"-p", "--starting-port"}, description = "first ring port (default: 32323)")
-    int startingPort = 32323;
-
-    @Option(names = "--connections-per-ip", description = "ring connections per IP (default: 1)")
-    int connectionsPerIp = 1;
+    /** Where the job's ranks will run: the same options as for launch. */
+    @Mixin
+    JobTargetOptions target = new JobTargetOptions();
 
     @Option(names = "--java", paramLabel = "PATH", description = "the java the ranks will run (default: this one)")
     String java;
@@ -58,9 +45,12 @@ public final class DoctorCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws InterruptedException {
-        List<HostEntry> hostList = hostfile != null ? Hostfile.read(hostfile).hosts() : HostList.parse(hosts, repeat);
-        EnvironmentPlan.checkBackend(backend);
+        int connectionsPerIp = target.connectionsPerIp();
+        int startingPort = target.startingPort();
+        Hostfile hosts = target.resolveHosts();
+        String backend = target.chooseBackend(hosts, System.getenv());
         if (connectionsPerIp < 1) throw CliFailure.usage("--connections-per-ip must be at least 1");
+        List<HostEntry> hostList = hosts.hosts();
         String javaPath = CommandResolver.javaPath(java);
         List<List<String>> ring = backend.equals("ring")
                 ? EnvironmentPlan.ringAddresses(hostList, startingPort, connectionsPerIp) : List.of();

@@ -12,7 +12,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.regex.Pattern;
 
 /**
  * Parses {@code jdist launch}'s arguments with MLX's rules (launcher.md §1.3): options and command tokens
@@ -29,7 +28,6 @@ public final class LaunchArguments {
             + "[--tag-output] [--timestamp-output] [--output-dir DIR] [--timeout SECONDS] [--dry-run] [--mlx-compatible] "
             + "[--] COMMAND [ARGS...]";
 
-    private static final Pattern INT = Pattern.compile("\\s*[+-]?[0-9]+\\s*");
     private static final String NEVER = "\u0000jdist-no-end-of-options\u0000";
 
     /** The parsed command line. {@code command} is the final command (a leading {@code --} already removed). */
@@ -174,10 +172,10 @@ public final class LaunchArguments {
         if (help) {
             return new Parsed(options, command, true, 1, 1, 32323, 12345, null);
         }
-        int repeat = positive("--repeat-hosts/-n", options.repeatHosts);
-        int cpi = integer("--connections-per-ip", options.connectionsPerIp);
-        int port = integer("--starting-port/-p", options.startingPort);
-        int ncclPort = integer("--nccl-port", options.ncclPort);
+        int repeat = options.target.repeat();
+        int cpi = options.target.connectionsPerIp();
+        int port = options.target.startingPort();
+        int ncclPort = OptionValues.integer("--nccl-port", options.ncclPort);
         Double timeout = null;
         if (options.timeout != null) {
             try {
@@ -203,31 +201,5 @@ public final class LaunchArguments {
             return names[1] + "/" + names[0];
         }
         return String.join("/", names);
-    }
-
-    private static int positive(String name, String value) {
-        if (INT.matcher(value).matches()) {
-            try {
-                int v = Integer.parseInt(value.trim());
-                if (v >= 1) {
-                    return v;
-                }
-            } catch (NumberFormatException ignored) {
-                // too large: fall through
-            }
-        }
-        throw CliFailure.usage("argument " + name + ": invalid positive_number value: '" + value
-                + "' (give a whole number >= 1, e.g. -n 4)");
-    }
-
-    private static int integer(String name, String value) {
-        if (INT.matcher(value).matches()) {
-            try {
-                return Integer.parseInt(value.trim());
-            } catch (NumberFormatException ignored) {
-                // too large
-            }
-        }
-        throw CliFailure.usage("argument " + name + ": invalid int value: '" + value + "' (give a whole number)");
     }
 }

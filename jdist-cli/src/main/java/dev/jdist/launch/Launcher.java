@@ -3,7 +3,6 @@ package dev.jdist.launch;
 import dev.jdist.console.CliFailure;
 import dev.jdist.console.ConsoleLog;
 import dev.jdist.hosts.HostEntry;
-import dev.jdist.hosts.HostList;
 import dev.jdist.hosts.Hostfile;
 
 import java.io.IOException;
@@ -86,24 +85,13 @@ public final class Launcher {
         List<String> argv = CommandResolver.resolve(command, o.python, o.java, o.classPath, o.javaOpt,
                 CommandResolver.jdistClassPath());
 
-        List<HostEntry> hosts;
-        String hostfileBackend = "";
-        List<String> hostfileEnvs = List.of();
-        if (o.hostfile != null) {
-            Hostfile hf = Hostfile.read(o.hostfile);
-            hosts = hf.hosts();
-            hostfileBackend = hf.backend();
-            hostfileEnvs = hf.envs();
-        } else {
-            hosts = HostList.parse(o.hosts, p.repeat());
-        }
-        String backend = selectBackend(o.backend, hostfileBackend);
-        EnvironmentPlan.checkBackend(backend);
+        Hostfile hosts = o.target.resolveHosts();
+        String backend = o.target.chooseBackend(hosts, env);
 
         ConsoleLog log = new ConsoleLog(err, o.verbose);
         TerminalSize term = TerminalSize.detect(env);
         String token = o.mlxCompatible || backend.equals("mpi") ? null : newJobToken();
-        EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, hosts, hostfileEnvs, o.env,
+        EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, hosts.hosts(), hosts.envs(), o.ranks.env,
                 term.columns(), term.lines(), o.verbose, p.repeat(), p.connectionsPerIp(), p.startingPort(), p.ncclPort(), token);
 
         if (backend.equals("mpi")) {
@@ -114,7 +102,7 @@ public final class Launcher {
         log.info("Running " + ShellQuote.join(argv));
 
         String cwd = o.cwd != null ? o.cwd : System.getProperty("user.dir");
-        boolean bind = bindToCore(o.bindTo);
+        boolean bind = o.ranks.bindToCore();
         Map<String, Integer> ranksOnHost = new HashMap<>();
         Map<Integer, Integer> cpuSlots = new HashMap<>();
         List<JobSupervisor.RankStart> starts = new ArrayList<>();
@@ -144,27 +132,6 @@ public final class Launcher {
         return supervisor.run(starts);
     }
 
-    private String selectBackend(String option, String hostfileBackend) {
-        if (option != null) {
-            return option;
-        }
-        if (hostfileBackend != null && !hostfileBackend.isEmpty()) {
-            return hostfileBackend;
-        }
-        String pinned = env.get("JDIST_LAUNCH_BACKEND");
-        if (pinned != null && !pinned.isEmpty()) {
-            return pinned;
-        }
-        try {
-            if (dev.jdist.Distributed.isAvailable("nccl")) {
-                return "nccl";
-            }
-        } catch (RuntimeException | LinkageError ignored) {
-            // no usable nccl backend
-        }
-        return "ring";
-    }
-
     private static String newJobToken() {
         byte[] b = new byte[16];
         new SecureRandom().nextBytes(b);
@@ -187,13 +154,6 @@ public final class Launcher {
             }
         }
         out.flush();
-    }
-
-    /** {@code --bind-to}: none (default) or core. */
-    static boolean bindToCore(String value) {
-        if (value == null || value.equals("none")) return false;
-        if (value.equals("core")) return true;
-        throw CliFailure.usage("--bind-to must be none or core, got '" + value + "'");
     }
 
     private int runMpi(EnvironmentPlan.Inputs inputs, LaunchOptions o, List<String> argv, ConsoleLog log) throws InterruptedException {
