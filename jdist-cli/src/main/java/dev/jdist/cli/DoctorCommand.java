@@ -1,13 +1,8 @@
 package dev.jdist.cli;
 
 import dev.jdist.Distributed;
-import dev.jdist.console.CliFailure;
-import dev.jdist.launch.CommandResolver;
-import dev.jdist.launch.EnvironmentPlan;
-import dev.jdist.launch.Executables;
-import dev.jdist.hosts.HostEntry;
-import dev.jdist.hosts.Hostfile;
-import dev.jdist.launch.JobPreflight;
+import dev.jdist.doctor.JobPreflight;
+import dev.jdist.launch.JobRequirements;
 import dev.jdist.launch.JobTargetOptions;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -45,18 +40,9 @@ public final class DoctorCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws InterruptedException {
-        int connectionsPerIp = target.connectionsPerIp();
-        int startingPort = target.startingPort();
-        Hostfile hosts = target.resolveHosts();
-        String backend = target.chooseBackend(hosts, System.getenv());
-        if (connectionsPerIp < 1) throw CliFailure.usage("--connections-per-ip must be at least 1");
-        List<HostEntry> hostList = hosts.hosts();
-        String javaPath = CommandResolver.javaPath(java);
-        List<List<String>> ring = backend.equals("ring")
-                ? EnvironmentPlan.ringAddresses(hostList, startingPort, connectionsPerIp) : List.of();
-        var in = new JobPreflight.Inputs(hostList, javaPath, CommandResolver.jdistClassPath(), Optional.ofNullable(program),
-                cwd != null ? cwd : Path.of("").toAbsolutePath().toString(), ring,
-                Executables.onPath("ssh").map(Path::toString).orElse("ssh"), timeoutSeconds);
+        JobRequirements job = JobRequirements.of(target, java, System.getenv());
+        var in = new JobPreflight.Inputs(job, Optional.ofNullable(program),
+                cwd != null ? cwd : Path.of("").toAbsolutePath().toString(), timeoutSeconds);
 
         List<JobPreflight.Check> checks = JobPreflight.run(in);
         int failed = 0;
