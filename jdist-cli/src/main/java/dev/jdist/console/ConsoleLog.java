@@ -1,7 +1,9 @@
 package dev.jdist.console;
 
+import java.io.Flushable;
+import java.io.IOException;
 import java.io.PrintStream;
-import java.io.PrintWriter;
+import java.io.UncheckedIOException;
 import java.util.function.Consumer;
 
 /**
@@ -21,23 +23,16 @@ public final class ConsoleLog {
         this(err, verbose, colourWanted());
     }
 
-    public ConsoleLog(PrintStream err, boolean verbose, boolean colour) {
-        this(text -> {
-            err.print(text);
-            err.flush();
-        }, verbose, colour);
-    }
-
-    /** On a picocli command line's error writer (the failure handler's). */
-    public ConsoleLog(PrintWriter err, boolean verbose, boolean colour) {
-        this(text -> {
-            err.print(text);
-            err.flush();
-        }, verbose, colour);
-    }
-
-    private ConsoleLog(Consumer<String> err, boolean verbose, boolean colour) {
-        this.err = err;
+    /** On a PrintStream (System.err) or a PrintWriter (a picocli command line's error writer). */
+    public <W extends Appendable & Flushable> ConsoleLog(W err, boolean verbose, boolean colour) {
+        this.err = text -> {
+            try {
+                err.append(text);
+                err.flush();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e); // print streams and writers report errors by a flag, not by throwing
+            }
+        };
         this.verbose = verbose;
         this.colour = colour;
     }

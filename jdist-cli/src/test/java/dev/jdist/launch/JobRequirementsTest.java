@@ -2,7 +2,6 @@ package dev.jdist.launch;
 
 import dev.jdist.console.CliFailure;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -15,9 +14,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class JobRequirementsTest {
 
     static JobTargetOptions target(String... args) {
-        JobTargetOptions target = new JobTargetOptions();
-        new CommandLine(target).parseArgs(args);
-        return target;
+        return JobTargetOptionsTest.parse(args).target;
     }
 
     @Test
