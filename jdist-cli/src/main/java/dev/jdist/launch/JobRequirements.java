@@ -4,7 +4,6 @@ import dev.jdist.console.CliFailure;
 import dev.jdist.hosts.HostEntry;
 import dev.jdist.hosts.Hostfile;
 
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 
@@ -44,6 +43,6 @@ public record JobRequirements(List<HostEntry> hosts, String backend, String java
         List<List<String>> ring = backend.equals("ring")
                 ? EnvironmentPlan.ringAddresses(hosts.hosts(), startingPort, connectionsPerIp) : List.of();
         return new JobRequirements(hosts.hosts(), backend, CommandResolver.javaPath(javaOption), CommandResolver.jdistClassPath(),
-                ring, Executables.onPath("ssh").map(Path::toString).orElse("ssh"));
+                ring, Executables.ssh());
     }
 }

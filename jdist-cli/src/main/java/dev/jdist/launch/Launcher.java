@@ -123,7 +123,7 @@ public final class Launcher {
         } catch (IOException e) {
             throw CliFailure.usage("--output-dir " + o.outputDir + ": cannot create it (" + e.getMessage() + ")");
         }
-        String ssh = Executables.onPath("ssh").map(Path::toString).orElse("ssh");
+        String ssh = Executables.ssh();
         JobSupervisor supervisor = new JobSupervisor(log, sink, ssh, in, p.timeoutSeconds());
         if (handleSignals) {
             installSignals(supervisor::signal);
