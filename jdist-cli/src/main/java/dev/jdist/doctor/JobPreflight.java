@@ -1,4 +1,9 @@
-package dev.jdist.launch;
+package dev.jdist.doctor;
+
+import dev.jdist.hosts.HostEntry;
+import dev.jdist.launch.Executables;
+import dev.jdist.launch.JobRequirements;
+import dev.jdist.launch.ShellQuote;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -29,9 +34,11 @@ public final class JobPreflight {
     public record Check(String host, String what, boolean ok, String detail, String fix) {
     }
 
-    /** What to check: hosts in rank order, the paths the launcher would use, the ring's addresses (may be empty). */
-    public record Inputs(List<HostEntry> hosts, String java, List<String> jdistClassPath, Optional<String> program,
-                         String cwd, List<List<String>> ringAddresses, String sshPath, int timeoutSeconds) {
+    /**
+     * What to check: what the launcher will need from the hosts, the program the job runs (relative to {@code cwd}),
+     * and the ssh connect timeout.
+     */
+    public record Inputs(JobRequirements job, Optional<String> program, String cwd, int timeoutSeconds) {
     }
 
     private JobPreflight() {}
@@ -40,11 +47,11 @@ public final class JobPreflight {
         // One entry per distinct host (in rank order), with the ring addresses of all its ranks.
         Map<String, List<String>> portsByHost = new LinkedHashMap<>();
         Map<String, HostEntry> hostByName = new LinkedHashMap<>();
-        for (int r = 0; r < in.hosts().size(); r++) {
-            HostEntry h = in.hosts().get(r);
+        for (int r = 0; r < in.job().hosts().size(); r++) {
+            HostEntry h = in.job().hosts().get(r);
             hostByName.putIfAbsent(h.ssh(), h);
             List<String> addrs = portsByHost.computeIfAbsent(h.ssh(), k -> new ArrayList<>());
-            if (r < in.ringAddresses().size()) addrs.addAll(in.ringAddresses().get(r));
+            if (r < in.job().ringAddresses().size()) addrs.addAll(in.job().ringAddresses().get(r));
         }
         ExecutorService pool = Executors.newFixedThreadPool(Math.min(8, Math.max(1, hostByName.size())), r -> {
             Thread t = new Thread(r, "jdist-doctor");
@@ -85,20 +92,20 @@ public final class JobPreflight {
             out.add(new Check(host, "ssh", true, "key login works", ""));
         }
         // The JDK at the launcher's path.
-        Executables.Run v = h.isLocal() ? Executables.run(List.of(in.java(), "-version"), in.timeoutSeconds())
-                : remote(in, h, ShellQuote.quote(in.java()) + " -version");
+        Executables.Run v = h.isLocal() ? Executables.run(List.of(in.job().java(), "-version"), in.timeoutSeconds())
+                : remote(in, h, ShellQuote.quote(in.job().java()) + " -version");
         Matcher m = JAVA_VERSION.matcher(v.output());
         if (v.status() != 0 || !m.find()) {
-            out.add(new Check(host, "java", false, "no working java at " + in.java(),
+            out.add(new Check(host, "java", false, "no working java at " + in.job().java(),
                     "install a JDK >= 25 at the same path on every host, or pass --java PATH"));
         } else if (Integer.parseInt(m.group(1)) < 25) {
-            out.add(new Check(host, "java", false, in.java() + " is Java " + m.group(1),
-                    "jdist needs Java >= 25 on every host; install it at " + in.java() + " or pass --java PATH"));
+            out.add(new Check(host, "java", false, in.job().java() + " is Java " + m.group(1),
+                    "jdist needs Java >= 25 on every host; install it at " + in.job().java() + " or pass --java PATH"));
         } else {
-            out.add(new Check(host, "java", true, in.java() + " is Java " + m.group(1), ""));
+            out.add(new Check(host, "java", true, in.job().java() + " is Java " + m.group(1), ""));
         }
         // jdist's own jar (or classes) at the launcher's paths.
-        for (String entry : in.jdistClassPath()) {
+        for (String entry : in.job().jdistClassPath()) {
             out.add(pathCheck(in, h, "jdist", entry, "copy jdist to the same path on " + host + " (the launcher passes its own class path)"));
         }
         in.program().ifPresent(p -> out.add(pathCheck(in, h, "program", p,
@@ -144,7 +151,7 @@ public final class JobPreflight {
     }
 
     private static Executables.Run remote(Inputs in, HostEntry h, String command) {
-        return Executables.run(List.of(in.sshPath(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=" + in.timeoutSeconds(),
+        return Executables.run(List.of(in.job().ssh(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=" + in.timeoutSeconds(),
                 "-o", "LogLevel=ERROR", h.ssh(), command), in.timeoutSeconds() * 2 + 5);
     }
 }

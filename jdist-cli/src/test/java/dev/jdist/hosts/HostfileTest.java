@@ -1,5 +1,6 @@
-package dev.jdist.launch;
+package dev.jdist.hosts;
 
+import dev.jdist.console.CliFailure;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -13,7 +14,7 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** launcher.md §2.4: both hostfile forms and every parse error. */
+/** launcher.md §2.4: both hostfile forms, every parse error, and the object form written back. */
 class HostfileTest {
 
     @Test
@@ -43,9 +44,47 @@ class HostfileTest {
     }
 
     @Test
+    void theWrittenObjectFormReadsBackAsTheSameHostfile() {
+        Hostfile hf = new Hostfile("jaccl", List.of("A=1"), List.of(
+                new HostEntry("m1", List.of("10.0.0.1"), Arrays.asList(null, "rdma_en5")),
+                new HostEntry("m\u00e9", List.of(), Arrays.asList(List.of("rdma_en4", "rdma_en6"), null))));
+        assertThat(hf.toJson()).isEqualTo("""
+                {
+                    "backend": "jaccl",
+                    "envs": [
+                        "A=1"
+                    ],
+                    "hosts": [
+                        {
+                            "ssh": "m1",
+                            "ips": [
+                                "10.0.0.1"
+                            ],
+                            "rdma": [
+                                null,
+                                "rdma_en5"
+                            ]
+                        },
+                        {
+                            "ssh": "m\\u00e9",
+                            "ips": [],
+                            "rdma": [
+                                [
+                                    "rdma_en4",
+                                    "rdma_en6"
+                                ],
+                                null
+                            ]
+                        }
+                    ]
+                }""");
+        assertThat(Hostfile.parse("h.json", hf.toJson())).isEqualTo(hf);
+    }
+
+    @Test
     void missingFile(@TempDir Path dir) {
         String p = dir.resolve("nope.json").toString();
-        assertThatThrownBy(() -> Hostfile.read(p)).isInstanceOf(UsageException.class)
+        assertThatThrownBy(() -> Hostfile.read(p)).isInstanceOf(CliFailure.class)
                 .hasMessageContaining("Hostfile " + p + " doesn't exist");
     }
 
@@ -81,7 +120,7 @@ class HostfileTest {
             "zero hosts object | {\"hosts\": []} | no hosts"})
     void errors(String name, String text, String detail) {
         assertThatThrownBy(() -> Hostfile.parse("h.json", text))
-                .isInstanceOf(UsageException.class)
+                .isInstanceOf(CliFailure.class)
                 .hasMessageStartingWith("Failed to parse hostfile h.json (")
                 .hasMessageContaining(detail);
     }

@@ -1,40 +1,57 @@
-package dev.jdist.launch;
+package dev.jdist.hosts;
 
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.json.JsonWriteFeature;
+import com.fasterxml.jackson.core.util.DefaultIndenter;
+import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
+import com.fasterxml.jackson.core.util.Separators;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import dev.jdist.console.CliFailure;
 
 import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * An MLX hostfile: Form A (a bare array of hosts) or Form B ({@code {"backend", "envs", "hosts"}}).
- * Parsing checks every type MLX leaves unchecked; each error names the file, the host index and the field.
+ * An MLX hostfile (launcher.md §2.4), read and written here only. It reads both forms MLX accepts: the list form (a
+ * bare array of hosts) and the object form ({@code {"backend", "envs", "hosts"}}); parsing checks every type MLX
+ * leaves unchecked, and each error names the file, the host index and the field. It writes the object form as
+ * {@code jdist config} and {@code mlx.distributed_config} do ({@link #toJson()}).
+ *
+ * @param backend "" when the file names none (launch then chooses)
  */
-public record Hostfile(List<HostEntry> hosts, String backend, List<String> envs) {
+public record Hostfile(String backend, List<String> envs, List<HostEntry> hosts) {
 
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final JsonMapper WRITER = JsonMapper.builder()
+            .enable(JsonWriteFeature.ESCAPE_NON_ASCII) // json.dumps' ensure_ascii
+            .disable(JsonWriteFeature.WRITE_HEX_UPPER_CASE) // and its lower-case hex digits
+            .build();
 
     public Hostfile {
-        hosts = List.copyOf(hosts);
         envs = List.copyOf(envs);
+        hosts = List.copyOf(hosts);
     }
 
     /** Reads and validates {@code path} (used as given, relative to the working directory). */
     public static Hostfile read(String path) {
         Path p = Path.of(path);
         if (!Files.exists(p)) {
-            throw new UsageException("Hostfile " + path + " doesn't exist; check the path (it is relative to "
+            throw CliFailure.usage("Hostfile " + path + " doesn't exist; check the path (it is relative to "
                     + Path.of("").toAbsolutePath() + ")");
         }
         String text;
         try {
             text = Files.readString(p);
         } catch (IOException e) {
-            throw new UsageException("Failed to parse hostfile " + path + " (cannot read it: " + e.getMessage() + ")");
+            throw CliFailure.usage("Failed to parse hostfile " + path + " (cannot read it: " + e.getMessage() + ")");
         }
         return parse(path, text);
     }
@@ -95,7 +112,7 @@ public record Hostfile(List<HostEntry> hosts, String backend, List<String> envs)
         if (hosts.isEmpty()) {
             throw fail(path, "no hosts; list one host object per rank");
         }
-        return new Hostfile(hosts, backend, envs);
+        return new Hostfile(backend, envs, hosts);
     }
 
     private static HostEntry host(String path, int i, JsonNode h) {
@@ -154,6 +171,72 @@ public record Hostfile(List<HostEntry> hosts, String backend, List<String> envs)
         return new HostEntry(ssh.asText(), ips, rdma);
     }
 
+    /**
+     * The object form as JSON text, byte-compatible with Python's {@code json.dumps(doc, indent=4)}: keys in the order
+     * {@code backend}, {@code envs}, {@code hosts}, every host with {@code ssh}, {@code ips}, {@code rdma}; 4-space
+     * indentation, every array item and member on its own line, {@code ": "} after keys, {@code []} for empty arrays,
+     * no trailing newline.
+     */
+    public String toJson() {
+        var indenter = new DefaultIndenter("    ", "\n");
+        Separators separators = Separators.createDefaultInstance()
+                .withObjectFieldValueSpacing(Separators.Spacing.AFTER)
+                .withObjectEntrySpacing(Separators.Spacing.NONE)
+                .withArrayValueSpacing(Separators.Spacing.NONE)
+                .withArrayEmptySeparator("")
+                .withObjectEmptySeparator("");
+        DefaultPrettyPrinter printer = new DefaultPrettyPrinter(separators)
+                .withArrayIndenter(indenter)
+                .withObjectIndenter(indenter);
+        StringWriter out = new StringWriter();
+        try (JsonGenerator g = WRITER.getFactory().createGenerator(out)) {
+            g.setPrettyPrinter(printer);
+            g.writeStartObject();
+            g.writeStringField("backend", backend);
+            g.writeArrayFieldStart("envs");
+            for (String e : envs) {
+                g.writeString(e);
+            }
+            g.writeEndArray();
+            g.writeArrayFieldStart("hosts");
+            for (HostEntry h : hosts) {
+                g.writeStartObject();
+                g.writeStringField("ssh", h.ssh());
+                g.writeArrayFieldStart("ips");
+                for (String ip : h.ips()) {
+                    g.writeString(ip);
+                }
+                g.writeEndArray();
+                g.writeArrayFieldStart("rdma");
+                for (Object item : h.rdma()) {
+                    writeRdmaItem(g, item);
+                }
+                g.writeEndArray();
+                g.writeEndObject();
+            }
+            g.writeEndArray();
+            g.writeEndObject();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return out.toString();
+    }
+
+    private static void writeRdmaItem(JsonGenerator g, Object item) throws IOException {
+        switch (item) {
+            case null -> g.writeNull();
+            case String s -> g.writeString(s);
+            case List<?> list -> {
+                g.writeStartArray();
+                for (Object o : list) {
+                    writeRdmaItem(g, o);
+                }
+                g.writeEndArray();
+            }
+            default -> throw new IllegalArgumentException("rdma item must be null, a string or a list: " + item);
+        }
+    }
+
     private static String kind(JsonNode n) {
         if (n.isNull()) {
             return "null";
@@ -176,7 +259,7 @@ public record Hostfile(List<HostEntry> hosts, String backend, List<String> envs)
         return n.getNodeType().toString().toLowerCase();
     }
 
-    private static UsageException fail(String path, String detail) {
-        return new UsageException("Failed to parse hostfile " + path + " (" + detail + ")");
+    private static CliFailure fail(String path, String detail) {
+        return CliFailure.usage("Failed to parse hostfile " + path + " (" + detail + ")");
     }
 }

@@ -1,4 +1,4 @@
-package dev.jdist.launch;
+package dev.jdist.hosts;
 
 import java.net.InetAddress;
 import java.util.regex.Pattern;

@@ -1,6 +1,10 @@
-package dev.jdist.launch;
+package dev.jdist.console;
 
+import java.io.Flushable;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.util.function.Consumer;
 
 /**
  * The {@code [INFO]}/{@code [WARN]}/{@code [ERROR]} lines of {@code jdist launch} and {@code jdist config} on
@@ -8,7 +12,10 @@ import java.io.PrintStream;
  * verbose; {@code NO_COLOR} turns colours off. Lines never interleave with ranks' forwarded output.
  */
 public final class ConsoleLog {
-    private final PrintStream err;
+    /** One lock for everything written to the launcher's stdout and stderr, so chunks and report lines never interleave. */
+    public static final Object LOCK = new Object();
+
+    private final Consumer<String> err;
     private final boolean verbose;
     private final boolean colour;
 
@@ -16,8 +23,16 @@ public final class ConsoleLog {
         this(err, verbose, colourWanted());
     }
 
-    public ConsoleLog(PrintStream err, boolean verbose, boolean colour) {
-        this.err = err;
+    /** On a PrintStream (System.err) or a PrintWriter (a picocli command line's error writer). */
+    public <W extends Appendable & Flushable> ConsoleLog(W err, boolean verbose, boolean colour) {
+        this.err = text -> {
+            try {
+                err.append(text);
+                err.flush();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e); // print streams and writers report errors by a flag, not by throwing
+            }
+        };
         this.verbose = verbose;
         this.colour = colour;
     }
@@ -48,18 +63,16 @@ public final class ConsoleLog {
 
     /** Text exactly as given (a remote command's stderr). */
     public void raw(String text) {
-        synchronized (OutputSink.LOCK) {
-            err.print(text);
-            err.flush();
+        synchronized (LOCK) {
+            err.accept(text);
         }
     }
 
     private void line(String code, String tag, String message) {
         // MLX prints the same words with and without colour: tag, space, message, space (then the reset)
         String text = colour ? "\u001b[" + code + "m" + tag + " " + message + " \u001b[0m\n" : tag + " " + message + " \n";
-        synchronized (OutputSink.LOCK) {
-            err.print(text);
-            err.flush();
+        synchronized (LOCK) {
+            err.accept(text);
         }
     }
 }
