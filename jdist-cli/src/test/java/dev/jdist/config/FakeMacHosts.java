@@ -104,7 +104,7 @@ final class FakeMacHosts implements AutoCloseable {
     /** {@link #jdist} with a working directory (for {@code jdist launch}, whose ranks start in the same folder). */
     static CommandResult jdistIn(NetnsCluster cluster, Path cwd, String... args) {
         List<String> argv = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-jar", JAR.toString()));
+                "-jar", JAR.toString()));
         argv.addAll(Arrays.asList(args));
         return CommandResult.run(cwd == null ? RUN_TIMEOUT : Duration.ofSeconds(400), cwd,
                 Map.of("PATH", cluster.launcherPath(), "NO_COLOR", "1"), null, argv);

@@ -47,7 +47,7 @@ class ExamplesLaunchIT {
 
     private static CommandResult launch(int n, String example) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-jar", jar.toString(),
+                "-jar", jar.toString(),
                 "launch", "-n", String.valueOf(n), "--starting-port", String.valueOf(FreePorts.block(n)),
                 "examples/" + example));
         CommandResult r = CommandResult.run(Duration.ofSeconds(400), root, Map.of(), null, cmd);

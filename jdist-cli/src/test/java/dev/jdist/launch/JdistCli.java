@@ -36,7 +36,7 @@ final class JdistCli {
     }
 
     static List<String> argv(List<String> launchArgs) {
-        List<String> a = new ArrayList<>(List.of(java(), "--enable-native-access=ALL-UNNAMED", "-jar", jar().toString(), "launch"));
+        List<String> a = new ArrayList<>(List.of(java(), "-jar", jar().toString(), "launch"));
         a.addAll(launchArgs);
         return a;
     }

@@ -36,7 +36,7 @@ class MpiLaunchIT {
         Files.createSymbolicLink(bin.resolve("mpirun"), Path.of("/usr/bin/mpirun.openmpi"));
 
         List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-jar", jar.toString(),
+                "-jar", jar.toString(),
                 "launch", "--backend", "mpi", "-n", "2", "--mpi-arg", "--allow-run-as-root --oversubscribe",
                 "examples/AllSum.java");
         CommandResult r = CommandResult.run(Duration.ofSeconds(480), root,

@@ -21,7 +21,7 @@ public final class JdistCli {
             throw new IllegalStateException(JAR + " is missing: run the integration tests with `mvn verify` (package builds it)");
         }
         List<String> argv = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-jar", JAR.toString()));
+                "-jar", JAR.toString()));
         argv.addAll(Arrays.asList(args));
         return CommandResult.run(timeout, null, env, null, argv);
     }
