@@ -54,8 +54,12 @@ final class OperationTrace {
 
     String group() { return group; }
 
-    /** Starts timing the operation whose turn it now is. */
+    /** Whether the JVM has JDK Flight Recorder (a runtime image made with jlink may leave out jdk.jfr). */
+    private static final boolean JFR = ModuleLayer.boot().findModule("jdk.jfr").isPresent();
+
+    /** Starts timing the operation whose turn it now is; null without JFR (the event class is then never loaded). */
     static OperationEvent begin() {
+        if (!JFR) return null;
         OperationEvent event = new OperationEvent();
         event.begin();
         return event;
@@ -64,7 +68,7 @@ final class OperationTrace {
     /** Ends operation {@code sequence} of this group; {@code failure} is what it threw, or null. */
     void end(OperationEvent event, long sequence, Kind kind, DType dtype, long bytes, int peer, boolean async,
              Throwable failure) {
-        if (!event.shouldCommit()) return;
+        if (event == null || !event.shouldCommit()) return;
         event.operation = kind.mlxName;
         event.dtype = dtype == null ? null : dtype.mlxName();
         event.bytes = bytes;
