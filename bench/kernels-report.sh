@@ -3,8 +3,8 @@
 # module" and "What tracing costs":
 #   1. JMH: the reduction kernels in a JVM without jdk.incubator.vector (portable kernels) and with it
 #      (Vector API kernels), and the plain element loop for reference;
-#   2. jdist bench, 2 ranks on loopback, all_sum float32 at 1 MiB and 64 MiB, over TCP and over shared
-#      memory, each with the ranks' JVMs without and with the module (the module through JDK_JAVA_OPTIONS);
+#   2. jdist bench, 2 ranks on loopback, all_sum at 1 MiB and 64 MiB (float32 over TCP and over shared
+#      memory, bfloat16 over TCP), each with the ranks' JVMs without and with the module (JDK_JAVA_OPTIONS);
 #   3. JMH: an operation's trace with no recording, a recording without the event and one with it;
 #   4. jdist bench small-message latency with every rank recording dev.jdist.Operation events, and the
 #      summary of those recordings (dev.jdist.OperationSummary).
@@ -46,11 +46,14 @@ run jmh-kernels-portable "$JAVA" -jar "$JMH" 'ReduceKernelBenchmark.reducer' "${
 run jmh-kernels-vector "$JAVA" $VECTOR -jar "$JMH" 'ReduceKernelBenchmark.reducer' "${JMH_SHORT[@]}"
 run jmh-kernels-plain-loop "$JAVA" -jar "$JMH" 'ReduceKernelBenchmark.plainLoop' "${JMH_SHORT[@]}"
 
-# 2. The ring end to end, without and with the module in the ranks.
-for transport in tcp shm; do
-  run "bench-$transport-portable" "$JDIST" bench -n 2 --env JDIST_TRANSPORT=$transport --op all_sum --sizes 1MiB:64MiB -f 64 -w 5 -i 20
-  run "bench-$transport-vector" "$JDIST" bench -n 2 --env JDIST_TRANSPORT=$transport --env "JDK_JAVA_OPTIONS=$VECTOR" \
+# 2. The ring end to end, without and with the module in the ranks: float32 over TCP and shared memory,
+#    bfloat16 over TCP.
+for case in tcp:float32 shm:float32 tcp:bfloat16; do
+  transport=${case%%:*} dtype=${case#*:}
+  run "bench-$transport-$dtype-portable" "$JDIST" bench -n 2 --env JDIST_TRANSPORT=$transport -d "$dtype" \
     --op all_sum --sizes 1MiB:64MiB -f 64 -w 5 -i 20
+  run "bench-$transport-$dtype-vector" "$JDIST" bench -n 2 --env JDIST_TRANSPORT=$transport --env "JDK_JAVA_OPTIONS=$VECTOR" \
+    -d "$dtype" --op all_sum --sizes 1MiB:64MiB -f 64 -w 5 -i 20
 done
 
 # 3. and 4. Tracing.
