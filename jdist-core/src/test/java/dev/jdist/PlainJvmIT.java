@@ -37,7 +37,7 @@ class PlainJvmIT {
         assertThat(p.exitValue()).as("exit status; stdout:%n%s%nstderr:%n%s", stdout, stderr).isZero();
         assertThat(stderr).as("nothing on stderr: no JVM warning").isEmpty();
         assertThat(stdout).contains("vector module in the JVM: false")
-                .contains("kernels: portable kernels (start java with --add-modules=jdk.incubator.vector")
+                .contains("kernels: portable kernels (start java with " + String.join(" ", BuildInfo.vectorFlags()) + " for the Vector API ones)")
                 .contains("reductions: every dtype and op ran")
                 .contains("matmul: [1.0, 2.0, 3.0, 4.0]")
                 .contains("ring all_sum: [3.0, 3.0]")

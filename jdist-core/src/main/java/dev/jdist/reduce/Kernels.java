@@ -1,5 +1,7 @@
 package dev.jdist.reduce;
 
+import dev.jdist.BuildInfo;
+
 /**
  * Which element-wise kernels this JVM runs. With the {@code jdk.incubator.vector} module in the JVM
  * ({@code java --add-modules=jdk.incubator.vector ...}) the reductions ({@link Reducer}) and the
@@ -22,6 +24,6 @@ public final class Kernels {
     public static String describe() {
         return VECTOR_API
                 ? "Vector API kernels (" + VectorKernels.vectorBits() + "-bit vectors; " + VECTOR_MODULE + " is in the JVM)"
-                : "portable kernels (start java with --add-modules=" + VECTOR_MODULE + " for the Vector API ones)";
+                : "portable kernels (start java with " + String.join(" ", BuildInfo.vectorFlags()) + " for the Vector API ones)";
     }
 }
