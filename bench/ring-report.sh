@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+#!/bin/bash
 # One sitting of the measurements docs/benchmarks.md quotes for the ring, side by side:
 #   1. the references (loopback TCP ceiling with iperf3; Open MPI MPI_Allreduce over TCP and shared memory),
 #   2. jdist bench, 2 ranks on loopback: all ops 4 B..256 MiB over TCP, then over shared memory (JDIST_TRANSPORT=shm),
@@ -8,8 +8,9 @@
 # Usage: bench/ring-report.sh [OUT_DIR]   (default: bench-results/<UTC date-time>). Takes ~15 minutes on 2 cores.
 # Run it on a quiet machine: the header records the load average before and after.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 source "$ROOT/bin/lib/common.sh"
+jdist_own_path
 jdist_find_jdk
 OUT=${1:-$ROOT/bench-results/$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
@@ -18,13 +19,13 @@ OPS=all_sum,all_gather,sum_scatter,send_recv
 
 machine() {
   echo "# $(date -u '+%Y-%m-%d %H:%M UTC') host $(hostname), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
-  echo "# $("$JAVA_HOME/bin/java" -version 2>&1 | head -1); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# $("$JDIST_JDK/bin/java" -version 2>&1 | head -1); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 run() { # name, command...
   local name=$1; shift
   echo "== $name: $*" >&2
-  { machine; echo "# command: $*"; "$@" 2>&1 | grep -v '^WARNING: Using incubator modules'; machine; } > "$OUT/$name.txt"
+  { machine; echo "# command: $*"; "$@" 2>&1; machine; } > "$OUT/$name.txt"
 }
 
 "$JDIST" --version >/dev/null   # builds jdist once, before anything is timed
@@ -40,8 +41,8 @@ run modes-tcp-2 "$JDIST" bench -n 2 --op all_sum --mode all --sizes 1MiB:256MiB 
 run ring-tcp-4 "$JDIST" bench -n 4 --op all_sum,all_gather,sum_scatter --sizes 1MiB:64MiB -f 8
 if [ ! -f "$ROOT/jdist-jmh/target/benchmarks.jar" ]; then
   jdist_find_maven
-  (cd "$ROOT" && mvn -B -q package -DskipTests -pl jdist-jmh -am)
+  (cd "$ROOT" && jdist_mvn -B -q package -Dmaven.test.skip=true -Dmaven.javadoc.skip=true -Dmaven.source.skip=true -pl jdist-jmh -am)
 fi
-run jmh-kernels "$JAVA_HOME/bin/java" -jar "$ROOT/jdist-jmh/target/benchmarks.jar" ReduceKernel -wi 2 -i 3 -w 500ms -r 500ms
-run jmh-schedule "$JAVA_HOME/bin/java" -jar "$ROOT/jdist-jmh/target/benchmarks.jar" RingSchedule -wi 2 -i 3 -w 500ms -r 500ms -p connections=1
+run jmh-kernels "$JDIST_JDK/bin/java" -jar "$ROOT/jdist-jmh/target/benchmarks.jar" ReduceKernel -wi 2 -i 3 -w 500ms -r 500ms
+run jmh-schedule "$JDIST_JDK/bin/java" -jar "$ROOT/jdist-jmh/target/benchmarks.jar" RingSchedule -wi 2 -i 3 -w 500ms -r 500ms -p connections=1
 echo "results in $OUT" >&2

@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+#!/bin/bash
 # Real-GPU check of jdist's nccl backend (dev.jdist.nccl.NcclCheck).
 #
 # Run on a machine with an NVIDIA GPU, the CUDA runtime (libcudart.so.12 or .13) and NCCL (libnccl.so.2):
@@ -12,9 +12,10 @@
 # Library overrides: JDIST_NCCL_LIBRARY, JDIST_CUDART_LIBRARY (paths). When unset and the dynamic
 # linker does not know the library, the script looks under /usr, /opt and /usr/local (pip wheels too).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 # shellcheck source=../bin/lib/common.sh
 source "$ROOT/bin/lib/common.sh"
+jdist_own_path
 jdist_find_jdk || exit 2
 OUT=${OUT:-$ROOT/target/gpu-check}
 mkdir -p "$OUT"
@@ -23,7 +24,7 @@ LOG="$OUT/gpu-check.txt"
 say() { echo "$*" | tee -a "$LOG"; }
 
 say "== machine"
-say "date: $(date -u +%FT%TZ)  host: $(hostname)  java: $("$JAVA_HOME/bin/java" -version 2>&1 | head -1)"
+say "date: $(date -u +%FT%TZ)  host: $(hostname)  java: $("$JDIST_JDK/bin/java" -version 2>&1 | head -1)"
 if command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi -L 2>&1 | tee -a "$LOG"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee -a "$LOG"
@@ -54,7 +55,8 @@ if [ -n "${JDIST_GPU_CHECK_COMPILE:-}" ] || [ ! -f "$CLASSES/dev/jdist/nccl/Nccl
   rm -rf "$CLASSES"
   SRC="$ROOT/jdist-core/src/main/java/dev/jdist"
   # shellcheck disable=SC2046
-  "$JAVA_HOME/bin/javac" --release 25 --add-modules jdk.incubator.vector -nowarn -d "$CLASSES" \
+  # The Vector API kernels compile against the module (the root pom's jdist.vector.flags); running needs only native access.
+  "$JDIST_JDK/bin/javac" --release 25 $(jdist_pom_property "$ROOT" jdist.vector.flags) -nowarn -d "$CLASSES" \
       $(find "$SRC" -maxdepth 1 -name '*.java') "$SRC"/spi/*.java "$SRC"/reduce/*.java "$SRC"/nccl/*.java \
       > "$OUT/javac.txt" 2>&1
   javac_rc=$?
@@ -64,7 +66,8 @@ if [ -n "${JDIST_GPU_CHECK_COMPILE:-}" ] || [ ! -f "$CLASSES/dev/jdist/nccl/Nccl
 else
   say "using $CLASSES"
 fi
-JAVA=("$JAVA_HOME/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -cp "$CLASSES")
+# shellcheck disable=SC2207
+JAVA=("$JDIST_JDK/bin/java" $(jdist_pom_property "$ROOT" jdist.jvm.flags) -cp "$CLASSES")
 
 RANKS=${JDIST_GPU_CHECK_RANKS:-1}
 if [ "$RANKS" -le 1 ]; then

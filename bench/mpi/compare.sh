@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+#!/bin/bash
 # Compares, in one run, jdist's mpi backend all_sum (float32) with a plain C program calling
 # MPI_Allreduce, both under the same mpirun, at 1 MiB and above. Prints a table of medians.
 #
@@ -9,9 +9,10 @@
 # Each round runs the C program and the Java program once per size, alternating, so both see the
 # same machine state; the reported number is the median over rounds of each run's median call time.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 # shellcheck source=../../bin/lib/common.sh
 source "$ROOT/bin/lib/common.sh"
+jdist_own_path
 jdist_find_jdk
 RANKS=${1:-2}
 ROUNDS=${2:-3}
@@ -32,16 +33,17 @@ trap 'rm -rf "$WORK"' EXIT
 "$MPICC" -O2 -o "$WORK/allreduce_bench" "$ROOT/bench/mpi/allreduce_bench.c"
 if [ ! -d "$ROOT/jdist-core/target/classes/dev/jdist/mpi" ]; then
   jdist_find_maven
-  (cd "$ROOT" && mvn -B -q -o compile -pl jdist-core 2>/dev/null || mvn -B -q compile -pl jdist-core)
+  (cd "$ROOT" && { jdist_mvn -B -q -o compile -pl jdist-core 2>/dev/null || jdist_mvn -B -q compile -pl jdist-core; })
 fi
 CP="$ROOT/jdist-core/target/classes"
-JACKSON=$(sed -n 's:.*<jackson.version>\(.*\)</jackson.version>.*:\1:p' "$ROOT/pom.xml")
+JACKSON=$(jdist_pom_property "$ROOT" jackson.version)
 M2="$HOME/.m2/repository/com/fasterxml/jackson/core"
 for j in "$M2"/jackson-databind/"$JACKSON"/*.jar "$M2"/jackson-core/"$JACKSON"/*.jar "$M2"/jackson-annotations/"${JACKSON%.*}"*/*.jar; do
   [ -f "$j" ] && CP="$CP:$j"
 done
-"$JAVA_HOME/bin/javac" -d "$WORK" -cp "$CP" --add-modules=jdk.incubator.vector "$ROOT/bench/mpi/MpiAllSumBench.java" 2>/dev/null
-JAVA=("$JAVA_HOME/bin/java" --add-modules=jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx1g -cp "$CP:$WORK" MpiAllSumBench)
+"$JDIST_JDK/bin/javac" -d "$WORK" -cp "$CP" "$ROOT/bench/mpi/MpiAllSumBench.java" 2>/dev/null
+# shellcheck disable=SC2207
+JAVA=("$JDIST_JDK/bin/java" $(jdist_pom_property "$ROOT" jdist.jvm.flags) -Xmx1g -cp "$CP:$WORK" MpiAllSumBench)
 
 # The JIT compiles the binding's path after a few thousand calls; before that a Java call costs more, and on
 # 2 cores the compiler threads also slow the other rank. 3000 warm-up calls up to 1 MiB, fewer above (>= 30).

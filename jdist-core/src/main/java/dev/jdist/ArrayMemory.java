@@ -37,8 +37,8 @@ import java.util.regex.Pattern;
  * </ul>
  *
  * <p>Views are made with the restricted method {@link MemorySegment#reinterpret(long, Arena,
- * java.util.function.Consumer)}; without native access for jdist's module (the {@code jdist} command
- * passes {@code --enable-native-access=ALL-UNNAMED}) the cache is off and every array gets
+ * java.util.function.Consumer)}; without native access for jdist's module ({@code jdist launch} gives
+ * Java ranks {@code --enable-native-access=ALL-UNNAMED}) the cache is off and every array gets
  * {@code Arena.ofAuto()} memory, so no warning is printed.
  */
 final class ArrayMemory {

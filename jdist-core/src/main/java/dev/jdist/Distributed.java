@@ -75,7 +75,7 @@ public final class Distributed {
             Optional<GroupImpl> impl = b.init(!any && strict, env);   // "any" tries each non-strictly
             if (impl != null && impl.isPresent()) {
                 GroupImpl g = impl.get();
-                Group group = new Group(g, new OperationQueue(name + " rank " + g.rank()));
+                Group group = new Group(g, OperationTrace.WORLD);
                 CACHE.put(name, group);
                 CACHE.putIfAbsent("any", group);
                 return group;
@@ -117,7 +117,7 @@ public final class Distributed {
         }
         GroupImpl g = b.init(true, env).orElseThrow(() -> new ConfigException("the '" + backend
                 + "' backend is not configured by the environment it was given"));
-        return new Group(g, new OperationQueue(backend + " rank " + g.rank()));
+        return new Group(g, OperationTrace.WORLD);
     }
 
     /**
@@ -145,7 +145,7 @@ public final class Distributed {
             Optional<GroupImpl> impl = b.init(strict, env, sideChannel);
             if (impl.isPresent()) {
                 GroupImpl g = impl.get();
-                Group group = new Group(g, new OperationQueue(backend + " rank " + g.rank()));
+                Group group = new Group(g, OperationTrace.WORLD);
                 CACHE.put(backend, group);
                 CACHE.putIfAbsent("any", group);
                 return group;
@@ -155,6 +155,33 @@ public final class Distributed {
         CACHE.put(backend, singleton);
         return singleton;
     }
+
+    // One-group programs: the collectives on the default group, as MLX's mx.distributed.all_sum(x) without a
+    // group. Each is init() (backend "any", cached after the first call) followed by the Group method.
+
+    /** {@code init().allSum(x)}. */
+    public static Array allSum(Array x) { return init().allSum(x); }
+
+    /** {@code init().allMax(x)}. */
+    public static Array allMax(Array x) { return init().allMax(x); }
+
+    /** {@code init().allMin(x)}. */
+    public static Array allMin(Array x) { return init().allMin(x); }
+
+    /** {@code init().allGather(x)}. */
+    public static Array allGather(Array x) { return init().allGather(x); }
+
+    /** {@code init().sumScatter(x)}. */
+    public static Array sumScatter(Array x) { return init().sumScatter(x); }
+
+    /** {@code init().send(x, dst)}. */
+    public static Array send(Array x, int dst) { return init().send(x, dst); }
+
+    /** {@code init().recv(shape, dtype, src)}. */
+    public static Array recv(int[] shape, DType dtype, int src) { return init().recv(shape, dtype, src); }
+
+    /** {@code init().recvLike(like, src)}. */
+    public static Array recvLike(Array like, int src) { return init().recvLike(like, src); }
 
     /** {@code isAvailable("any")}. */
     public static boolean isAvailable() { return isAvailable("any"); }

@@ -14,15 +14,19 @@ public final class Group implements AutoCloseable {
 
     private final GroupImpl impl;          // null for the singleton
     private final OperationQueue queue;
+    private final OperationTrace trace;
 
-    Group(GroupImpl impl, OperationQueue queue) {
+    /** A group over {@code impl}; {@code label} names it in trace events ({@link OperationTrace#WORLD} or a split's label). */
+    Group(GroupImpl impl, String label) {
         this.impl = impl;
-        this.queue = queue;
+        this.trace = impl == null ? new OperationTrace(label, "singleton", 0, 1)
+                : new OperationTrace(label, impl.backendName(), impl.rank(), impl.size());
+        this.queue = new OperationQueue(impl == null ? "singleton" : impl.backendName() + " rank " + impl.rank(), trace);
     }
 
     /** The 1-rank group returned when nothing is configured. */
     static Group singleton() {
-        return new Group(null, new OperationQueue("singleton"));
+        return new Group(null, OperationTrace.WORLD);
     }
 
     public int rank() { return impl == null ? 0 : impl.rank(); }
@@ -43,8 +47,12 @@ public final class Group implements AutoCloseable {
         if (color < 0) throw new IllegalArgumentException("split colour must be >= 0, got " + color);
         if (impl == null) throw new UnsupportedCollectiveException("cannot split the singleton group further");
         int effectiveKey = key < 0 ? rank() : key;
-        GroupImpl child = queue.run(() -> impl.split(color, effectiveKey));
-        return new Group(child, new OperationQueue(child.backendName() + " rank " + child.rank()));
+        String[] label = new String[1];
+        GroupImpl child = queue.run(OperationTrace.Kind.SPLIT, null, 0, -1, () -> {
+            label[0] = OperationTrace.splitLabel(trace.group(), queue.currentSequence(), color);
+            return impl.split(color, effectiveKey);
+        });
+        return new Group(child, label[0]);
     }
 
     public Array allSum(Array x) { return allReduce(x, ReduceOp.SUM); }
@@ -59,11 +67,13 @@ public final class Group implements AutoCloseable {
 
     public CompletableFuture<Array> allMinAsync(Array x) { return allReduceAsync(x, ReduceOp.MIN); }
 
-    public Array allReduce(Array x, ReduceOp op) { return size() == 1 ? x : queue.run(() -> doAllReduceNow(x, op)); }
+    public Array allReduce(Array x, ReduceOp op) {
+        return size() == 1 ? x : queue.run(OperationTrace.Kind.of(op), x.dtype(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
+    }
 
     public CompletableFuture<Array> allReduceAsync(Array x, ReduceOp op) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
-        return queue.submit(() -> doAllReduceNow(x, op));
+        return queue.submit(OperationTrace.Kind.of(op), x.dtype(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
     }
 
     private Array doAllReduceNow(Array x, ReduceOp op) {
@@ -73,11 +83,13 @@ public final class Group implements AutoCloseable {
     }
 
     /** Concatenates every rank's {@code x} along axis 0 (a 0-d input gives shape {@code [n]}). */
-    public Array allGather(Array x) { return size() == 1 ? x : queue.run(() -> doAllGatherNow(x)); }
+    public Array allGather(Array x) {
+        return size() == 1 ? x : queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.nbytes(), -1, () -> doAllGatherNow(x));
+    }
 
     public CompletableFuture<Array> allGatherAsync(Array x) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
-        return queue.submit(() -> doAllGatherNow(x));
+        return queue.submit(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.nbytes(), -1, () -> doAllGatherNow(x));
     }
 
     private Array doAllGatherNow(Array x) {
@@ -98,13 +110,13 @@ public final class Group implements AutoCloseable {
     public Array sumScatter(Array x) {
         if (size() == 1) return x;
         checkScatter(x);
-        return queue.run(() -> doSumScatterNow(x));
+        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.nbytes(), -1, () -> doSumScatterNow(x));
     }
 
     public CompletableFuture<Array> sumScatterAsync(Array x) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
         checkScatter(x);
-        return queue.submit(() -> doSumScatterNow(x));
+        return queue.submit(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.nbytes(), -1, () -> doSumScatterNow(x));
     }
 
     private Array checkScatter(Array x) {
@@ -135,14 +147,14 @@ public final class Group implements AutoCloseable {
     public Array allReduceInto(Array x, Array out, ReduceOp op) {
         checkInto("allReduceInto", x, out, x.nbytes());
         if (size() == 1) return copyInto(x, out);
-        return queue.run(() -> { impl.allReduce(x, out, op); return out; });
+        return queue.run(OperationTrace.Kind.of(op), x.dtype(), x.nbytes(), -1, () -> { impl.allReduce(x, out, op); return out; });
     }
 
     /** all_gather written into {@code out}, which holds {@code size()} times the bytes of {@code x}. */
     public Array allGatherInto(Array x, Array out) {
         checkInto("allGatherInto", x, out, Math.multiplyExact(x.nbytes(), (long) size()));
         if (size() == 1) return copyInto(x, out);
-        return queue.run(() -> { impl.allGather(x, out); return out; });
+        return queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.nbytes(), -1, () -> { impl.allGather(x, out); return out; });
     }
 
     /** sum_scatter written into {@code out}, which holds one {@code size()}-th of the bytes of {@code x}. */
@@ -153,13 +165,13 @@ public final class Group implements AutoCloseable {
         }
         checkInto("sumScatterInto", x, out, x.nbytes() / size());
         if (size() == 1) return copyInto(x, out);
-        return queue.run(() -> { impl.sumScatter(x, out); return out; });
+        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.nbytes(), -1, () -> { impl.sumScatter(x, out); return out; });
     }
 
     /** Receives from {@code src} into {@code out} (its byte count must equal the sender's). */
     public Array recvInto(Array out, int src) {
         checkPeer("recv from", src);
-        return queue.run(() -> { impl.recv(out, src); return out; });
+        return queue.run(OperationTrace.Kind.RECV, out.dtype(), out.nbytes(), src, () -> { impl.recv(out, src); return out; });
     }
 
     private static void checkInto(String what, Array x, Array out, long expectedBytes) {
@@ -177,25 +189,25 @@ public final class Group implements AutoCloseable {
     /** Sends {@code x} to rank {@code dst}; returns {@code x}. */
     public Array send(Array x, int dst) {
         checkPeer("send to", dst);
-        return queue.run(() -> { impl.send(x, dst); return x; });
+        return queue.run(OperationTrace.Kind.SEND, x.dtype(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
     }
 
     public CompletableFuture<Array> sendAsync(Array x, int dst) {
         checkPeer("send to", dst);
-        return queue.submit(() -> { impl.send(x, dst); return x; });
+        return queue.submit(OperationTrace.Kind.SEND, x.dtype(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
     }
 
     /** Receives an array of {@code shape}/{@code dtype} from rank {@code src}. */
     public Array recv(int[] shape, DType dtype, int src) {
         checkRecv(shape, dtype);
         checkPeer("recv from", src);
-        return queue.run(() -> doRecvNow(shape, dtype, src));
+        return queue.run(OperationTrace.Kind.RECV, dtype, recvBytes(shape, dtype), src, () -> doRecvNow(shape, dtype, src));
     }
 
     public CompletableFuture<Array> recvAsync(int[] shape, DType dtype, int src) {
         checkRecv(shape, dtype);
         checkPeer("recv from", src);
-        return queue.submit(() -> doRecvNow(shape, dtype, src));
+        return queue.submit(OperationTrace.Kind.RECV, dtype, recvBytes(shape, dtype), src, () -> doRecvNow(shape, dtype, src));
     }
 
     /** {@code recv(like.shape(), like.dtype(), src)}. */
@@ -208,6 +220,8 @@ public final class Group implements AutoCloseable {
                 + (shape == null ? "no shape" : Arrays.toString(shape)) + " and " + dtype);
         Array.elementCount(shape);   // rejects negative dimensions, naming the shape
     }
+
+    private static long recvBytes(int[] shape, DType dtype) { return Math.multiplyExact(Array.elementCount(shape), (long) dtype.itemSize()); }
 
     private Array doRecvNow(int[] shape, DType dtype, int src) {
         Array out = Array.uninitialized(dtype, shape);

@@ -19,9 +19,13 @@ import java.util.function.Supplier;
  * completed from a separate callback pool, so a callback that issues another operation never
  * blocks the worker that must run the operations queued ahead of it. A failed operation still
  * finishes its ticket, so later ones run.
+ *
+ * <p>A ticket is the operation's sequence number in its group: every operation, sync or async, runs
+ * through {@link #execute} with it, between {@link OperationTrace#begin()} and {@link OperationTrace#end}.
  */
 final class OperationQueue implements AutoCloseable {
     private final String name;
+    private final OperationTrace trace;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition turnChanged = lock.newCondition();
     private long issued;        // next ticket to hand out; guarded by lock
@@ -36,23 +40,34 @@ final class OperationQueue implements AutoCloseable {
         return t;
     });
 
-    OperationQueue(String name) {
+    private volatile long runningTicket = -1;   // the running operation's ticket, for currentSequence()
+
+    /** @param name for messages and thread names; {@code trace} describes the group in trace events */
+    OperationQueue(String name, OperationTrace trace) {
         this.name = name;
+        this.trace = trace;
     }
 
-    /** Runs {@code op} on this thread after every earlier operation; its exception propagates. */
-    <T> T run(Supplier<T> op) {
+    /**
+     * Runs {@code op} on this thread after every earlier operation; its exception propagates. The
+     * other arguments describe it for {@link OperationTrace}: {@code dtype} null for split, {@code peer}
+     * -1 for collectives.
+     */
+    <T> T run(OperationTrace.Kind kind, DType dtype, long bytes, int peer, Supplier<T> op) {
         if (running == Thread.currentThread()) {
             throw new IllegalStateException("an operation on group " + name + " was issued from inside another "
                     + "operation of the same group; it would wait for itself. Issue it after the first one returns.");
         }
         long ticket = take();
         awaitTurn(ticket);
-        return execute(op);
+        return execute(ticket, kind, dtype, bytes, peer, false, op);
     }
 
+    /** The running operation's sequence number (its ticket); only meaningful inside that operation. */
+    long currentSequence() { return runningTicket; }
+
     /** Issues {@code op} now (its place in the order is fixed here) and runs it when its turn comes. */
-    <T> CompletableFuture<T> submit(Supplier<T> op) {
+    <T> CompletableFuture<T> submit(OperationTrace.Kind kind, DType dtype, long bytes, int peer, Supplier<T> op) {
         CompletableFuture<T> result = new CompletableFuture<>();
         lock.lock();
         try {
@@ -68,7 +83,7 @@ final class OperationQueue implements AutoCloseable {
             worker.execute(() -> {
                 awaitTurn(ticket);
                 try {
-                    T value = execute(op);
+                    T value = execute(ticket, kind, dtype, bytes, peer, true, op);
                     CALLBACKS.execute(() -> result.complete(value));
                 } catch (Throwable t) {
                     CALLBACKS.execute(() -> result.completeExceptionally(t));
@@ -109,18 +124,30 @@ final class OperationQueue implements AutoCloseable {
     }
 
     /** Runs the operation whose turn it is and finishes its ticket before any result is published. */
-    private <T> T execute(Supplier<T> op) {
+    private <T> T execute(long ticket, OperationTrace.Kind kind, DType dtype, long bytes, int peer, boolean async,
+                          Supplier<T> op) {
         running = Thread.currentThread();
+        runningTicket = ticket;
+        OperationEvent event = OperationTrace.begin();
+        Throwable failure = null;
         try {
             return op.get();
+        } catch (Throwable t) {
+            failure = t;
+            throw t;
         } finally {
-            running = null;
-            lock.lock();
             try {
-                completed++;
-                turnChanged.signalAll();
+                trace.end(event, ticket, kind, dtype, bytes, peer, async, failure);
             } finally {
-                lock.unlock();
+                runningTicket = -1;
+                running = null;
+                lock.lock();
+                try {
+                    completed++;
+                    turnChanged.signalAll();
+                } finally {
+                    lock.unlock();
+                }
             }
         }
     }

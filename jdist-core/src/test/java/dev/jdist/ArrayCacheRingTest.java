@@ -44,7 +44,7 @@ class ArrayCacheRingTest {
         Path hf = RingTestSupport.hostfile(dir, n, k);
         List<String> failures = RingTestSupport.onEveryRank(hf, n, Map.of("JDIST_TRANSPORT", transport), impl -> {
             StringBuilder bad = new StringBuilder();
-            try (Group g = new Group(impl, new OperationQueue("ring rank " + impl.rank()))) {
+            try (Group g = new Group(impl, OperationTrace.WORLD)) {
                 int r = g.rank();
                 float[] v = new float[e];
                 for (int i = 0; i < e; i++) v[i] = (i % 7) + r;

@@ -64,6 +64,33 @@ class DistributedTest {
     void restore() { Distributed.useBackendsForTesting(null); }
 
     @Test
+    void theStaticCollectivesRunOnTheDefaultGroup() {
+        ring.configured = true;
+        install(nccl, ring, mpi, jaccl);
+        Array x = Array.ones(DType.FLOAT32, 4);
+        assertThat(Distributed.allSum(x).toFloatArray()).containsExactly(1, 1, 1, 1);   // the fake copies its input
+        Distributed.allMax(x);
+        Distributed.allMin(x);
+        assertThat(Distributed.allGather(x).shape()).containsExactly(8);
+        assertThat(Distributed.sumScatter(Array.ones(DType.FLOAT32, 4, 2)).shape()).containsExactly(2, 2);
+        Distributed.send(x, 1);
+        assertThat(Distributed.recv(new int[] {3}, DType.INT32, 1).shape()).containsExactly(3);
+        assertThat(Distributed.recvLike(x, 1).dtype()).isEqualTo(DType.FLOAT32);
+        assertThat(ring.made).hasSize(1);
+        assertThat(ring.made.get(0).calls).containsExactly("allReduce SUM", "allReduce MAX", "allReduce MIN", "allGather",
+                "sumScatter", "send 1", "recv 1", "recv 1");
+        assertThat(Distributed.init()).isSameAs(Distributed.init("ring"));
+    }
+
+    @Test
+    void theStaticCollectivesOnTheSingletonReturnTheirInput() {
+        install(nccl, ring, mpi, jaccl);
+        Array x = Array.ones(DType.FLOAT32, 4);
+        assertThat(Distributed.allSum(x)).isSameAs(x);
+        assertThat(Distributed.allGather(x)).isSameAs(x);
+    }
+
+    @Test
     void initMpiThenInitGivesTheMpiGroup() {
         mpi.configured = true;
         install(nccl, ring, mpi, jaccl);

@@ -14,7 +14,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class GroupTest {
 
     private final RecordingGroupImpl impl = new RecordingGroupImpl("fake", 1, 4);
-    private final Group group = new Group(impl, new OperationQueue("fake rank 1"));
+    private final Group group = new Group(impl, OperationTrace.WORLD);
 
     @Test
     void sendAndRecvCheckThePeerAtCallTimeNamingItAndTheSize() {
@@ -83,7 +83,7 @@ class GroupTest {
 
     @Test
     void aSizeOneGroupFromABackendBehavesLikeTheSingleton() {
-        Group one = new Group(new RecordingGroupImpl("fake", 0, 1), new OperationQueue("one"));
+        Group one = new Group(new RecordingGroupImpl("fake", 0, 1), OperationTrace.WORLD);
         Array x = Array.ones(DType.FLOAT32, 3);
         assertThat(one.allSum(x)).isSameAs(x);
         assertThat(one.allMax(x)).isSameAs(x);

@@ -17,29 +17,38 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class OperationQueueTest {
 
-    private final OperationQueue queue = new OperationQueue("test");
+    private final OperationQueue queue = new OperationQueue("test", new OperationTrace(OperationTrace.WORLD, "test", 0, 2));
     private final List<String> order = Collections.synchronizedList(new ArrayList<>());
+
+    /** An operation as the queue sees it; what it is does not matter to the ordering tested here. */
+    private static <T> T run(OperationQueue q, java.util.function.Supplier<T> op) {
+        return q.run(OperationTrace.Kind.ALL_SUM, DType.FLOAT32, 4, -1, op);
+    }
+
+    private static <T> CompletableFuture<T> submit(OperationQueue q, java.util.function.Supplier<T> op) {
+        return q.submit(OperationTrace.Kind.ALL_SUM, DType.FLOAT32, 4, -1, op);
+    }
 
     @Test
     void aSynchronousOperationRunsOnTheCallersThread() {
         Thread caller = Thread.currentThread();
-        assertThat(queue.run(Thread::currentThread)).isSameAs(caller);
+        assertThat(run(queue, Thread::currentThread)).isSameAs(caller);
     }
 
     @Test
     void asyncThenSyncFromOneThreadRunInIssueOrder() throws Exception {
         CountDownLatch release = new CountDownLatch(1);
-        CompletableFuture<String> a = queue.submit(() -> {
+        CompletableFuture<String> a = submit(queue, () -> {
             await(release);
             order.add("A");
             return "a";
         });
-        CompletableFuture<String> b = queue.submit(() -> { order.add("B"); return "b"; });
+        CompletableFuture<String> b = submit(queue, () -> { order.add("B"); return "b"; });
         Thread releaser = Thread.ofPlatform().start(() -> {
             sleep(100);
             release.countDown();
         });
-        String c = queue.run(() -> { order.add("C"); return "c"; });   // must wait for A and B
+        String c = run(queue, () -> { order.add("C"); return "c"; });   // must wait for A and B
         assertThat(c).isEqualTo("c");
         assertThat(a.get(10, TimeUnit.SECONDS)).isEqualTo("a");
         assertThat(b.get(10, TimeUnit.SECONDS)).isEqualTo("b");
@@ -50,8 +59,8 @@ class OperationQueueTest {
     @Test
     void aSyncCallFromAnotherThreadWaitsForEverythingIssuedBeforeIt() throws Exception {
         CountDownLatch release = new CountDownLatch(1);
-        queue.submit(() -> { await(release); order.add("A"); return null; });
-        CompletableFuture<Void> other = CompletableFuture.runAsync(() -> queue.run(() -> order.add("B")));
+        submit(queue, () -> { await(release); order.add("A"); return null; });
+        CompletableFuture<Void> other = CompletableFuture.runAsync(() -> run(queue, () -> order.add("B")));
         // B cannot overtake A however long we wait; release A once B's thread is certainly blocked or done.
         sleep(100);
         assertThat(order).isEmpty();
@@ -79,8 +88,8 @@ class OperationQueueTest {
                         active.decrementAndGet();
                         return null;
                     };
-                    if (i % 3 == 0) queue.run(op);
-                    else futures.add(queue.submit(op));
+                    if (i % 3 == 0) run(queue, op);
+                    else futures.add(submit(queue, op));
                 }
             }));
         }
@@ -97,11 +106,11 @@ class OperationQueueTest {
 
     @Test
     void aFailedOperationDoesNotBlockLaterOnes() throws Exception {
-        assertThatThrownBy(() -> queue.run(() -> { throw new PeerLostException("rank 1 gone"); }))
+        assertThatThrownBy(() -> run(queue, () -> { throw new PeerLostException("rank 1 gone"); }))
                 .isInstanceOf(PeerLostException.class).hasMessage("rank 1 gone");
-        CompletableFuture<Object> failed = queue.submit(() -> { throw new IllegalStateException("boom"); });
-        CompletableFuture<String> after = queue.submit(() -> "after");
-        assertThat(queue.run(() -> "sync after")).isEqualTo("sync after");
+        CompletableFuture<Object> failed = submit(queue, () -> { throw new IllegalStateException("boom"); });
+        CompletableFuture<String> after = submit(queue, () -> "after");
+        assertThat(run(queue, () -> "sync after")).isEqualTo("sync after");
         assertThat(after.get(10, TimeUnit.SECONDS)).isEqualTo("after");
         assertThat(failed).isCompletedExceptionally();
     }
@@ -109,9 +118,9 @@ class OperationQueueTest {
     @Test
     void aCallbackThatIssuesAnotherOperationDoesNotDeadlock() throws Exception {
         CountDownLatch release = new CountDownLatch(1);
-        CompletableFuture<String> first = queue.submit(() -> { await(release); return "1"; });
-        CompletableFuture<String> chained = first.thenApply(v -> queue.run(() -> v + "+3"));
-        CompletableFuture<String> second = queue.submit(() -> "2");
+        CompletableFuture<String> first = submit(queue, () -> { await(release); return "1"; });
+        CompletableFuture<String> chained = first.thenApply(v -> run(queue, () -> v + "+3"));
+        CompletableFuture<String> second = submit(queue, () -> "2");
         release.countDown();
         assertThat(chained.get(10, TimeUnit.SECONDS)).isEqualTo("1+3");
         assertThat(second.get(10, TimeUnit.SECONDS)).isEqualTo("2");
@@ -119,18 +128,18 @@ class OperationQueueTest {
 
     @Test
     void anOperationIssuedFromInsideAnotherFailsInsteadOfWaitingForItself() {
-        assertThatThrownBy(() -> queue.run(() -> queue.run(() -> 1)))
+        assertThatThrownBy(() -> run(queue, () -> run(queue, () -> 1)))
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining("inside another operation");
-        assertThat(queue.run(() -> 2)).isEqualTo(2);
+        assertThat(run(queue, () -> 2)).isEqualTo(2);
     }
 
     @Test
     void interruptsWhileWaitingKeepTheOrderAndTheFlag() throws Exception {
         CountDownLatch release = new CountDownLatch(1);
-        queue.submit(() -> { await(release); order.add("A"); return null; });
+        submit(queue, () -> { await(release); order.add("A"); return null; });
         CompletableFuture<Boolean> interrupted = new CompletableFuture<>();
         Thread waiter = Thread.ofPlatform().start(() -> {
-            queue.run(() -> order.add("B"));
+            run(queue, () -> order.add("B"));
             interrupted.complete(Thread.currentThread().isInterrupted());
         });
         sleep(50);
@@ -144,8 +153,8 @@ class OperationQueueTest {
     @Test
     void aClosedQueueRejectsNewOperations() {
         queue.close();
-        assertThatThrownBy(() -> queue.run(() -> 1)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
-        assertThatThrownBy(() -> queue.submit(() -> 1)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        assertThatThrownBy(() -> run(queue, () -> 1)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        assertThatThrownBy(() -> submit(queue, () -> 1)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
     }
 
     private static void await(CountDownLatch latch) {

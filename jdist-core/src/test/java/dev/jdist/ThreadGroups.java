@@ -38,7 +38,7 @@ public final class ThreadGroups {
             collectives[r] = new AtomicLong();
             bytes[r] = new AtomicLong();
             Impl impl = new Impl(r);
-            groups.add(new Group(impl, new OperationQueue("threads rank " + r)));
+            groups.add(new Group(impl, OperationTrace.WORLD));
         }
     }
 

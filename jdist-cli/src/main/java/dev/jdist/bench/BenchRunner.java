@@ -2,6 +2,7 @@ package dev.jdist.bench;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.jdist.console.CliFailure;
+import dev.jdist.BuildInfo;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -34,8 +35,10 @@ public final class BenchRunner {
                                         PrintStream passThrough) throws IOException, InterruptedException {
         String classPath = System.getProperty("java.class.path");
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> cmd = new ArrayList<>(List.of(java, "--add-modules=jdk.incubator.vector",
-                "--enable-native-access=ALL-UNNAMED", "-cp", classPath, "dev.jdist.cli.JdistCommand", "launch"));
+        List<String> cmd = new ArrayList<>();
+        cmd.add(java);
+        cmd.addAll(BuildInfo.jvmFlags());
+        cmd.addAll(List.of("-cp", classPath, "dev.jdist.cli.JdistCommand", "launch"));
         cmd.addAll(launchOptions);
         cmd.addAll(List.of("--class-path", classPath, "--", BenchWorker.class.getName(), JSON.writeValueAsString(spec)));
 

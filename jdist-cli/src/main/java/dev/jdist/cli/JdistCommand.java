@@ -1,12 +1,13 @@
 package dev.jdist.cli;
 
+import dev.jdist.BuildInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /** The {@code jdist} command. Each subcommand is its own class in this package. */
 @Command(name = "jdist",
         mixinStandardHelpOptions = true,
-        version = "jdist 0.1.0",
+        versionProvider = JdistCommand.Version.class,
         description = "MLX-style distributed computing for the JVM: launch jobs, configure clusters, benchmark collectives.",
         subcommands = {CommandLine.HelpCommand.class, LaunchCommand.class, ConfigCommand.class, BenchCommand.class, DoctorCommand.class})
 public final class JdistCommand implements Runnable {
@@ -29,6 +30,15 @@ public final class JdistCommand implements Runnable {
                 .setExpandAtFiles(false);
         ConfigCommand.configure(cl.getSubcommands().get("config"));
         return cl;
+    }
+
+    /** {@code jdist --version}: the build's version ({@link BuildInfo}), the JVM and the kernels it would run. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            return new String[] {"jdist " + BuildInfo.version(),
+                    "JVM: " + System.getProperty("java.vm.name") + " " + Runtime.version() + " (" + System.getProperty("java.home") + ")"};
+        }
     }
 
     public static void main(String[] args) {

@@ -33,7 +33,9 @@ public final class Bootstrap {
         if (remote) {
             s.append("stty -echo 2>/dev/null\n");
         }
-        s.append("_jdist_pidfile=$(mktemp) && printf '%s\\n' \"$$\" > \"$_jdist_pidfile\"\n");
+        // The launcher's own tools come from the system's default PATH (command -p): the program gets the
+        // caller's PATH unchanged, however reduced it is.
+        s.append("_jdist_pidfile=$(command -p mktemp) && printf '%s\\n' \"$$\" > \"$_jdist_pidfile\"\n");
         s.append("printf '").append(HANDSHAKE).append("%s\\n' \"$_jdist_pidfile\"\n");
         if (cwd != null) {
             String q = ShellQuote.quote(cwd);
@@ -53,7 +55,7 @@ public final class Bootstrap {
             }
         }
         for (RankPlan.FileVar f : plan.files()) {
-            s.append("_jdist_f=$(mktemp) && printf '%s\\n' ").append(singleQuote(f.content()))
+            s.append("_jdist_f=$(command -p mktemp) && printf '%s\\n' ").append(singleQuote(f.content()))
                     .append(" > \"$_jdist_f\" && export ").append(f.name()).append("=\"$_jdist_f\"\n");
         }
         s.append("export MLX_RANK=").append(plan.rank()).append('\n');
@@ -79,7 +81,8 @@ public final class Bootstrap {
     public static String killScript(String pidFile, int graceSeconds) {
         String f = singleQuote(pidFile);
         int rounds = Math.max(1, graceSeconds * 10);
-        return "f=" + f + "; pid=''\n"
+        // Its tools from the system directories first: the caller's PATH may not hold them.
+        return "PATH=/usr/bin:/bin${PATH:+:$PATH}; f=" + f + "; pid=''\n"
                 + "if [ -f \"$f\" ]; then pid=$(cat \"$f\"); fi\n"
                 + "if [ -n \"$pid\" ] && ps -p \"$pid\" >/dev/null 2>&1; then\n"
                 + "  kill -TERM -\"$pid\" 2>/dev/null; kill -TERM \"$pid\" 2>/dev/null; echo 1\n"

@@ -1,6 +1,7 @@
 package dev.jdist.launch;
 
 import dev.jdist.console.CliFailure;
+import dev.jdist.BuildInfo;
 
 import java.io.File;
 import java.net.URISyntaxException;
@@ -16,8 +17,11 @@ import java.util.List;
  */
 public final class CommandResolver {
 
-    /** JVM flags every Java rank needs: the vector API and native access (FFM backends). */
-    public static final List<String> JDIST_JVM_FLAGS = List.of("--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED");
+    /**
+     * JVM flags every Java rank gets: {@link BuildInfo#jvmFlags()} (native access, for the FFM backends and
+     * the array cache). Not the Vector API module: see docs/launching.md for when it pays and how to add it.
+     */
+    public static final List<String> JDIST_JVM_FLAGS = BuildInfo.jvmFlags();
 
     private CommandResolver() {
     }

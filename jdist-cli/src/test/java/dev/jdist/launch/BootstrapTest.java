@@ -64,6 +64,32 @@ class BootstrapTest {
         assertThat(unbound.stderr()).contains("--bind-to core: taskset or nproc is missing on this host; rank 1 runs unbound");
     }
 
+    /** A reduced PATH (a common way to pick an MPI) reaches the program unchanged and does not break the launcher's steps. */
+    @ParameterizedTest
+    @ValueSource(strings = {"/bin/sh", "/bin/dash", "/bin/bash", "/usr/bin/zsh"})
+    void aReducedPathReachesTheProgramAndTheLaunchersToolsStillWork(String shell, @TempDir Path dir) throws Exception {
+        Requirements.require(() -> Files.isExecutable(Path.of(shell)) ? Optional.empty()
+                : Optional.of(shell + " is not installed (Debian package " + Path.of(shell).getFileName() + "; bin/test installs it)"));
+        RankPlan plan = new RankPlan(0, HostList.parse("127.0.0.1", 1).get(0), List.of(),
+                List.of(new RankPlan.FileVar("MLX_HOSTFILE", "[]")), false);
+        String boot = Bootstrap.script(plan, List.of("/bin/sh", "-c", "printf '%s|%s\\n' \"$PATH\" \"$MLX_HOSTFILE\""), dir.toString(), true, false);
+        CommandResult r = CommandResult.run(Duration.ofSeconds(20), null, Map.of("PATH", "/opt/my-mpi/bin"), null, List.of(shell, "-c", boot));
+        assertThat(r.exitCode()).as(r.toString()).isZero();
+        String[] lines = r.stdout().split("\n");
+        Path pidFile = Path.of(lines[0].substring(Bootstrap.HANDSHAKE.length()));
+        assertThat(Files.readString(pidFile).trim()).matches("[0-9]+");
+        assertThat(lines[1]).startsWith("/opt/my-mpi/bin|/");
+        Files.deleteIfExists(Path.of(lines[1].substring(lines[1].indexOf('|') + 1)));
+
+        Process p = new ProcessBuilder("setsid", "sh", "-c", "sleep 60").start();
+        Files.writeString(pidFile, p.pid() + "\n");
+        CommandResult k = CommandResult.run(Duration.ofSeconds(30), null, Map.of("PATH", "/opt/my-mpi/bin"), null,
+                List.of(shell, "-c", Bootstrap.killScript(pidFile.toString(), 1)));
+        assertThat(k.stdout().trim()).as(k.toString()).isEqualTo("1");
+        assertThat(p.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        assertThat(Files.exists(pidFile)).isFalse();
+    }
+
     @Test
     void missingCwdIsReportedAndTheRankStillRuns() {
         RankPlan plan = new RankPlan(0, HostList.parse("127.0.0.1", 1).get(0), List.of(), List.of(), true);

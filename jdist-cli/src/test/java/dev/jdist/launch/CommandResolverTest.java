@@ -8,15 +8,28 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** launcher.md §1.4. */
+/** launcher.md §1.4. Java ranks get jdist's JVM flags (BuildInfo: the root pom's jdist.jvm.flags), not the Vector API module. */
 class CommandResolverTest {
     private static final List<String> CORE = List.of("/opt/jdist/jdist.jar");
+
+    /** {@code java}, jdist's JVM flags, then {@code rest}. */
+    private static List<String> java(String java, String... rest) {
+        List<String> argv = new java.util.ArrayList<>(List.of(java));
+        argv.addAll(CommandResolver.JDIST_JVM_FLAGS);
+        argv.addAll(List.of(rest));
+        return argv;
+    }
+
+    @Test
+    void javaRanksGetTheBuildsJvmFlags() {
+        assertThat(CommandResolver.JDIST_JVM_FLAGS).isEqualTo(dev.jdist.BuildInfo.jvmFlags())
+                .containsExactly("--enable-native-access=ALL-UNNAMED");
+    }
 
     @Test
     void javaSourceFile() {
         assertThat(CommandResolver.resolve(List.of("Train.java", "--epochs", "3"), null, "/j/bin/java", null, List.of("-Xmx1g"), CORE))
-                .containsExactly("/j/bin/java", "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
-                        "-Xmx1g", "-cp", "/opt/jdist/jdist.jar", "Train.java", "--epochs", "3");
+                .containsExactlyElementsOf(java("/j/bin/java", "-Xmx1g", "-cp", "/opt/jdist/jdist.jar", "Train.java", "--epochs", "3"));
         assertThat(CommandResolver.resolve(List.of("Train.java"), null, "/j", "lib/a.jar", List.of(), CORE))
                 .containsSubsequence("-cp", "lib/a.jar:/opt/jdist/jdist.jar", "Train.java");
     }
@@ -24,7 +37,7 @@ class CommandResolverTest {
     @Test
     void jar() {
         assertThat(CommandResolver.resolve(List.of("app.jar", "x"), null, "/j", null, List.of(), CORE))
-                .containsExactly("/j", "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-jar", "app.jar", "x");
+                .containsExactlyElementsOf(java("/j", "-jar", "app.jar", "x"));
         assertThatThrownBy(() -> CommandResolver.resolve(List.of("app.jar"), null, "/j", "cp", List.of(), CORE))
                 .isInstanceOf(CliFailure.class).hasMessageContaining("--class-path").hasMessageContaining(".jar");
     }
@@ -32,8 +45,7 @@ class CommandResolverTest {
     @Test
     void mainClass() {
         assertThat(CommandResolver.resolve(List.of("com.x.Main", "a"), null, "/j", "build/classes", List.of(), CORE))
-                .containsExactly("/j", "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-cp",
-                        "build/classes:/opt/jdist/jdist.jar", "com.x.Main", "a");
+                .containsExactlyElementsOf(java("/j", "-cp", "build/classes:/opt/jdist/jdist.jar", "com.x.Main", "a"));
     }
 
     @Test

@@ -40,21 +40,12 @@ public final class JdistCli {
         return dir;
     }
 
-    /**
-     * {@code java [--add-modules=jdk.incubator.vector] --enable-native-access=ALL-UNNAMED -jar jdist.jar ARGS}.
-     *
-     * @param vectorModule as {@code bin/jdist} runs it; without, the JVM prints no incubator warning on stderr (the
-     *                     launch tests read the launcher's stderr from its first byte)
-     */
-    public static List<String> argv(boolean vectorModule, List<String> args) {
+    /** {@code java -jar jdist.jar ARGS}: as a user runs it, no JVM flags (the jar's manifest grants native access). */
+    public static List<String> argv(List<String> args) {
         if (!Files.isRegularFile(JAR)) {
             throw new IllegalStateException(JAR + " is missing: run the integration tests with `mvn verify` (package builds it)");
         }
-        List<String> argv = new ArrayList<>(List.of(java()));
-        if (vectorModule) {
-            argv.add("--add-modules=jdk.incubator.vector");
-        }
-        argv.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-jar", JAR.toString()));
+        List<String> argv = new ArrayList<>(List.of(java(), "-jar", JAR.toString()));
         argv.addAll(args);
         return argv;
     }
@@ -66,7 +57,7 @@ public final class JdistCli {
 
     /** {@code jdist ARGS} in {@code cwd} (null: the test's) with stdin text (null: EOF). */
     public static CommandResult run(Duration timeout, Path cwd, Map<String, String> env, String stdin, String... args) {
-        return CommandResult.run(timeout, cwd, env, stdin, argv(true, Arrays.asList(args)));
+        return CommandResult.run(timeout, cwd, env, stdin, argv(Arrays.asList(args)));
     }
 
     /** {@code jdist launch ARGS} to completion. */
@@ -76,7 +67,7 @@ public final class JdistCli {
 
     /** {@code jdist launch ARGS} to completion, with {@code env} added, stdin text (null: EOF) and {@code cwd} (null: the test's). */
     public static CommandResult launch(Duration timeout, Map<String, String> env, String stdin, Path cwd, String... launchArgs) {
-        return CommandResult.run(timeout, cwd, env, stdin, argv(false, launchCommand(launchArgs)));
+        return CommandResult.run(timeout, cwd, env, stdin, argv(launchCommand(launchArgs)));
     }
 
     /**
@@ -86,7 +77,7 @@ public final class JdistCli {
      */
     public static Process startLaunch(Path dir, Map<String, String> env, String... launchArgs) throws IOException {
         List<String> a = new ArrayList<>(List.of("perl", "-e", "$SIG{INT}='DEFAULT'; exec @ARGV or die \"exec: $!\""));
-        a.addAll(argv(false, launchCommand(launchArgs)));
+        a.addAll(argv(launchCommand(launchArgs)));
         ProcessBuilder pb = new ProcessBuilder(a);
         pb.environment().putAll(env);
         pb.redirectOutput(dir.resolve("stdout").toFile()).redirectError(dir.resolve("stderr").toFile())

@@ -1,6 +1,7 @@
 package dev.jdist.jaccl;
 
 import dev.jdist.ConfigException;
+import dev.jdist.spi.NativeAccess;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -140,6 +141,7 @@ public final class Verbs {
     public static synchronized Verbs load(String library) {
         Verbs v = LOADED.get(library);
         if (v != null) return v;
+        NativeAccess.missing("the jaccl backend (libibverbs)").ifPresent(m -> { throw new ConfigException(m); });
         SymbolLookup lookup;
         try {
             lookup = SymbolLookup.libraryLookup(library, Arena.global());

@@ -4,6 +4,7 @@ import dev.jdist.ConfigException;
 import dev.jdist.DType;
 import dev.jdist.DistributedException;
 import dev.jdist.ReduceOp;
+import dev.jdist.spi.NativeAccess;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -48,6 +49,7 @@ final class MpiRuntime {
 
     /** Loads (once per candidate list) the library {@code env} points at. */
     static synchronized MpiLibrary library(Map<String, String> env) {
+        NativeAccess.missing("the mpi backend (libmpi)").ifPresent(m -> { throw new MpiLoadException(m); });
         MpiLibraryLocator.Candidates c = MpiLibraryLocator.candidates(env, System.getProperty("os.name", ""));
         String key = String.join("\n", c.names());
         MpiLibrary lib = LOADED.get(key);

@@ -1,5 +1,7 @@
 package dev.jdist.nccl;
 
+import dev.jdist.spi.NativeAccess;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.SymbolLookup;
 import java.nio.file.Files;
@@ -46,6 +48,7 @@ final class NativeLibraries {
      * @throws UnsatisfiedLinkError naming every candidate tried and the override variable
      */
     static Opened open(String what, String overrideVar, List<String> defaults, Map<String, String> env) {
+        NativeAccess.missing("the nccl backend (" + what + ")").ifPresent(m -> { throw new UnsatisfiedLinkError(m); });
         String override = env.get(overrideVar);
         List<String> candidates = new ArrayList<>();
         if (override != null && !override.isBlank()) {

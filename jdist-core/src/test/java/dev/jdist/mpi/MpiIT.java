@@ -57,8 +57,8 @@ class MpiIT {
         }
         cmd.addAll(List.of("-n", Integer.toString(ranks)));
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.addAll(List.of("--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
-                "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
+        cmd.addAll(dev.jdist.BuildInfo.jvmFlags());   // native access: libmpi is bound with java.lang.foreign
+        cmd.addAll(List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
                 "-cp", System.getProperty("java.class.path"), MpiCheckMain.class.getName(), Integer.toString(ranks)));
         cmd.addAll(extra);
 

@@ -30,7 +30,7 @@ class NcclProcessesIT {
     static Process start(String mainClass, Map<String, String> env, String... args) throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.addAll(dev.jdist.BuildInfo.jvmFlags());   // native access: NCCL and CUDA are bound with java.lang.foreign
         cmd.add("-cp");
         cmd.add(Path.of("target/classes").toAbsolutePath() + java.io.File.pathSeparator
                 + Path.of("target/test-classes").toAbsolutePath());

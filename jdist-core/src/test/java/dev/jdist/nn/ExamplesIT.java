@@ -66,7 +66,7 @@ class ExamplesIT {
         classes = Files.createDirectories(tmp.resolve("classes"));
         ByteArrayOutputStream diagnostics = new ByteArrayOutputStream();
         int rc = ToolProvider.getSystemJavaCompiler().run(null, diagnostics, diagnostics,
-                "--add-modules=jdk.incubator.vector", "-cp", classpath, "-d", classes.toString(),
+                "-cp", classpath, "-d", classes.toString(),
                 examples.resolve("AllSum.java").toString(), examples.resolve("DataParallel.java").toString(),
                 examples.resolve("TensorParallel.java").toString());
         assertThat(rc).as("javac of the examples: " + diagnostics.toString(StandardCharsets.UTF_8)).isZero();
@@ -200,8 +200,7 @@ class ExamplesIT {
     static Started start(List<String> args, Map<String, String> env, int rank) throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("--add-modules=jdk.incubator.vector");
-        cmd.add("--enable-native-access=ALL-UNNAMED");
+        // No jdist flags: the examples run as any plain `java -cp` program does (portable kernels, no native access).
         cmd.add("-XX:+UseSerialGC");
         if (args.getFirst().equals("java")) {
             cmd.add("-cp");

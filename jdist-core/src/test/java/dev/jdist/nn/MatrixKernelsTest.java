@@ -1,6 +1,7 @@
 package dev.jdist.nn;
 
 import dev.jdist.Array;
+import dev.jdist.reduce.Kernels;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -50,6 +51,30 @@ class MatrixKernelsTest {
                 double s = 0;
                 for (int i = 0; i < m; i++) s += (double) a[i * k + p] * c[i * n + j];
                 assertThat((double) outT[p * n + j]).isCloseTo(s, within(1e-5 * m));
+            }
+        }
+    }
+
+    /** axpy is element-wise fused multiply-adds: the same bits from both kernel sets; dot products differ only in summation order. */
+    @Test
+    void theVectorAndPortableKernelsAgree() {
+        Random rng = new Random(11);
+        for (int len : new int[] {0, 1, 7, 8, 9, 16, 33, 100, 1000}) {
+            float[] a = random(rng, len + 3), b = random(rng, len + 5);
+            double exact = 0;
+            for (int t = 0; t < len; t++) exact += (double) a[3 + t] * b[5 + t];
+            float portable = MatrixKernels.portableDot(a, 3, b, 5, len);
+            assertThat((double) portable).as("portable dot, len " + len).isCloseTo(exact, within(1e-5 * (len + 1)));
+            assertThat(MatrixKernels.dot(a, 3, b, 5, len)).as("dot twice, len " + len)
+                    .isEqualTo(MatrixKernels.dot(a, 3, b, 5, len));
+            if (Kernels.vectorApi()) {
+                assertThat((double) VectorMatrixKernels.dot(a, 3, b, 5, len)).isCloseTo(exact, within(1e-5 * (len + 1)));
+                float[] y1 = random(new Random(len), len + 2), y2 = y1.clone();
+                VectorMatrixKernels.axpy(0.37f, a, 3, y1, 2, len);
+                for (int t = 0; t < len; t++) y2[2 + t] = Math.fma(a[3 + t], 0.37f, y2[2 + t]);
+                assertThat(y1).as("axpy, len " + len).isEqualTo(y2);
+            } else {
+                assertThat(MatrixKernels.dot(a, 3, b, 5, len)).isEqualTo(portable);
             }
         }
     }

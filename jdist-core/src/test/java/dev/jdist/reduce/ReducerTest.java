@@ -26,17 +26,31 @@ class ReducerTest {
 
     private static final int[] LENGTHS = {0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 1000, 4099};
 
+    /** The kernel sets this JVM can run: portable always, the Vector API ones when the module is present. */
+    static List<Kernel> kernelSets() {
+        return Kernels.vectorApi() ? List.of(Kernel.VECTOR, Kernel.PORTABLE) : List.of(Kernel.PORTABLE);
+    }
+
+    enum Kernel {
+        VECTOR, PORTABLE;
+
+        void reduce(Reducer.Rule rule, ReduceOp op, DType dtype, MemorySegment acc, long a0, MemorySegment inc, long b0, long n) {
+            Reducer.reduce(this == VECTOR, rule, op, dtype, acc, a0, inc, b0, n);
+        }
+    }
+
     static Stream<Arguments> cases() {
         List<Arguments> out = new ArrayList<>();
-        for (Reducer.Rule rule : Reducer.Rule.values())
-            for (DType t : DType.values())
-                for (ReduceOp op : ReduceOp.values()) out.add(Arguments.of(rule, t, op));
+        for (Kernel k : kernelSets())
+            for (Reducer.Rule rule : Reducer.Rule.values())
+                for (DType t : DType.values())
+                    for (ReduceOp op : ReduceOp.values()) out.add(Arguments.of(k, rule, t, op));
         return out.stream();
     }
 
-    @ParameterizedTest(name = "{0} {1} {2}")
+    @ParameterizedTest(name = "{0} {1} {2} {3}")
     @MethodSource("cases")
-    void vectorKernelsGiveTheScalarReferenceBytes(Reducer.Rule rule, DType dtype, ReduceOp op) {
+    void kernelsGiveTheScalarReferenceBytes(Kernel kernel, Reducer.Rule rule, DType dtype, ReduceOp op) {
         Random rnd = new Random(31L * dtype.ordinal() + 7L * op.ordinal() + rule.ordinal());
         for (int n : LENGTHS) {
             for (int offsets = 0; offsets < 2; offsets++) {
@@ -50,7 +64,7 @@ class ReducerTest {
                 MemorySegment.copy(a, 0, accS, ValueLayout.JAVA_BYTE, accOff, a.length);
                 MemorySegment.copy(b, 0, inc, ValueLayout.JAVA_BYTE, incOff, b.length);
 
-                Reducer.reduce(rule, op, dtype, accV, accOff, inc, incOff, n);
+                kernel.reduce(rule, op, dtype, accV, accOff, inc, incOff, n);
                 ScalarReducer.reduce(rule, op, dtype, accS, accOff, inc, incOff, n);
                 assertSameResults(dtype, op, accV.asSlice(accOff, a.length).toArray(ValueLayout.JAVA_BYTE),
                         accS.asSlice(accOff, a.length).toArray(ValueLayout.JAVA_BYTE),
@@ -61,7 +75,7 @@ class ReducerTest {
 
                 // heap segments over byte[] take the vector path too
                 byte[] heapAcc = a.clone();
-                Reducer.reduce(rule, op, dtype, MemorySegment.ofArray(heapAcc), 0, MemorySegment.ofArray(b), 0, n);
+                kernel.reduce(rule, op, dtype, MemorySegment.ofArray(heapAcc), 0, MemorySegment.ofArray(b), 0, n);
                 byte[] expected = a.clone();
                 ScalarReducer.reduce(rule, op, dtype, MemorySegment.ofArray(expected), 0, MemorySegment.ofArray(b), 0, n);
                 assertSameResults(dtype, op, heapAcc, expected, rule + " " + dtype + " " + op + " heap n=" + n);
@@ -128,21 +142,56 @@ class ReducerTest {
     private static long pick(Random rnd, long... values) { return values[rnd.nextInt(values.length)]; }
 
     @Test
-    void segmentsOverNonByteArraysFallBackToTheScalarPath() {
-        float[] acc = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
-        float[] inc = new float[17];
-        java.util.Arrays.fill(inc, 1f);
-        Reducer.reduce(ReduceOp.SUM, DType.FLOAT32, MemorySegment.ofArray(acc), 0, MemorySegment.ofArray(inc), 0, 17);
-        assertThat(acc[0]).isEqualTo(2f);
-        assertThat(acc[16]).isEqualTo(18f);
+    void segmentsOverNonByteArraysAreReducedToo() {
+        for (Kernel k : kernelSets()) {
+            float[] acc = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+            float[] inc = new float[17];
+            java.util.Arrays.fill(inc, 1f);
+            k.reduce(Reducer.Rule.RING, ReduceOp.SUM, DType.FLOAT32, MemorySegment.ofArray(acc), 0, MemorySegment.ofArray(inc), 0, 17);
+            assertThat(acc[0]).as(k.name()).isEqualTo(2f);
+            assertThat(acc[16]).as(k.name()).isEqualTo(18f);
+        }
     }
 
-    // ------------------------------------------------------------- §1.3 semantics, stated directly
+    /** Chunk boundaries of the portable kernels' staging: counts just around multiples of the chunk. */
+    @Test
+    void portableKernelsAcrossStagingChunks() {
+        Random rnd = new Random(5);
+        int c = PortableKernels.CHUNK;
+        for (int n : new int[] {c - 1, c, c + 1, 2 * c + 3}) {
+            for (DType t : DType.values()) {
+                for (ReduceOp op : ReduceOp.values()) {
+                    byte[] a = randomElements(rnd, t, n), b = randomElements(rnd, t, n);
+                    byte[] got = a.clone(), want = a.clone();
+                    Kernel.PORTABLE.reduce(Reducer.Rule.RING, op, t, MemorySegment.ofArray(got), 0, MemorySegment.ofArray(b), 0, n);
+                    ScalarReducer.reduce(Reducer.Rule.RING, op, t, MemorySegment.ofArray(want), 0, MemorySegment.ofArray(b), 0, n);
+                    assertSameResults(t, op, got, want, t + " " + op + " n=" + n);
+                }
+            }
+        }
+    }
 
+    @Test
+    void theKernelsInUseFollowTheVectorModule() {
+        assertThat(Kernels.vectorApi()).isEqualTo(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent());
+        assertThat(Kernels.describe()).contains(Kernels.vectorApi() ? "Vector API kernels" : "portable kernels");
+        // The build runs this class twice, with and without the module (see jdist-core/pom.xml).
+        String expected = System.getProperty("jdist.test.vectorModule");
+        if (expected != null) assertThat(Kernels.vectorApi()).isEqualTo(Boolean.parseBoolean(expected));
+    }
+
+    // ------------------------------------------------------------- §1.3 semantics, stated directly, for each kernel set
+
+    /** {@code acc op inc} with every kernel set; they must agree byte for byte. */
     private static Array reduce(Reducer.Rule rule, ReduceOp op, Array acc, Array inc) {
-        Array out = acc.copy();
-        Reducer.reduce(rule, op, out.dtype(), out.segment(), 0, inc.segment(), 0, out.size());
-        return out;
+        Array first = null;
+        for (Kernel k : kernelSets()) {
+            Array out = acc.copy();
+            k.reduce(rule, op, out.dtype(), out.segment(), 0, inc.segment(), 0, out.size());
+            if (first == null) first = out;
+            else assertThat(out.toBytes()).as(k + " vs " + kernelSets().get(0) + " " + rule + " " + op).isEqualTo(first.toBytes());
+        }
+        return first;
     }
 
     /** 33 copies so both the vector body and the scalar tail see the value. */

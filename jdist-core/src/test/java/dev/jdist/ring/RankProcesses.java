@@ -1,5 +1,7 @@
 package dev.jdist.ring;
 
+import dev.jdist.BuildInfo;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -10,7 +12,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Starts ring ranks as separate JVMs, as a scheduler would: {@code MLX_RANK} and {@code MLX_HOSTFILE}
- * in the environment, the test class path, jdist's JVM flags. Output goes to one file per rank.
+ * in the environment, the test class path, jdist's JVM flags ({@link BuildInfo#jvmFlags()}). Output goes to one file per rank.
  * {@link #close()} kills (by pid, only these processes) whatever is still running.
  */
 final class RankProcesses implements AutoCloseable {
@@ -26,9 +28,9 @@ final class RankProcesses implements AutoCloseable {
     Process start(Path dir, int rank, Path hostfile, Class<?> mainClass, Map<String, String> extraEnv, String... args)
             throws IOException {
         List<String> cmd = new ArrayList<>(List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
-                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+                Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.addAll(BuildInfo.jvmFlags());    // what `jdist launch` gives Java ranks
+        cmd.addAll(List.of("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
                 "-cp", classPath(), mainClass.getName()));
         cmd.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(cmd);

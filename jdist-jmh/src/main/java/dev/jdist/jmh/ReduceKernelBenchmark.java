@@ -3,6 +3,7 @@ package dev.jdist.jmh;
 import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
+import dev.jdist.reduce.Kernels;
 import dev.jdist.reduce.Reducer;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -25,14 +26,17 @@ import java.util.concurrent.TimeUnit;
 /**
  * The ring's reduction kernels ({@link Reducer}) against a plain element loop over the same
  * little-endian segments. Bytes per second = {@code bytes} × ops/s (reported in docs/benchmarks.md
- * as GB/s of the accumulator). Run: {@code java -jar jdist-jmh/target/benchmarks.jar ReduceKernel}.
+ * as GB/s of the accumulator). The forked JVM inherits the host's options, so
+ * {@code java -jar jdist-jmh/target/benchmarks.jar ReduceKernel} measures the portable kernels and
+ * {@code java --add-modules=jdk.incubator.vector -jar jdist-jmh/target/benchmarks.jar ReduceKernel}
+ * the Vector API ones (each fork prints which kernels it runs).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"})
+@Fork(1)
 public class ReduceKernelBenchmark {
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -57,6 +61,7 @@ public class ReduceKernelBenchmark {
 
     @Setup(Level.Trial)
     public void setUp() {
+        System.out.println("jdist: " + Kernels.describe());
         type = DType.fromMlxName(dtype);
         reduceOp = ReduceOp.valueOf(op);
         count = bytes / type.itemSize();
@@ -70,8 +75,9 @@ public class ReduceKernelBenchmark {
         inc = b.segment();
     }
 
+    /** What the ring runs: the Vector API kernels with the module, the portable ones without. */
     @Benchmark
-    public MemorySegment vectorised() {
+    public MemorySegment reducer() {
         Reducer.reduce(reduceOp, type, acc, 0, inc, 0, count);
         return acc;
     }

@@ -1,0 +1,66 @@
+package dev.jdist;
+
+import jdk.jfr.Category;
+import jdk.jfr.DataAmount;
+import jdk.jfr.Description;
+import jdk.jfr.Event;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+import jdk.jfr.StackTrace;
+
+/**
+ * One group operation in a JDK Flight Recorder recording: what {@link OperationTrace} commits for
+ * every collective, send, recv and split. Its duration is the operation's own time (from its turn in
+ * the group's order to its end), so a recording shows where a rank's time goes next to GC and I/O.
+ * Fields are described in docs/observability.md; field names are part of the interface.
+ */
+@Name(OperationEvent.NAME)
+@Label("jdist Operation")
+@Category("jdist")
+@Description("A collective, send, recv or split on a jdist group")
+@StackTrace(false)
+final class OperationEvent extends Event {
+    static final String NAME = "dev.jdist.Operation";
+
+    @Label("Operation")
+    @Description("all_sum, all_max, all_min, all_gather, sum_scatter, send, recv or split")
+    String operation;
+
+    @Label("Data Type")
+    @Description("The element type (MLX's name, e.g. float32); null for split")
+    String dtype;
+
+    @Label("Bytes")
+    @Description("Bytes of this rank's input (recv: of the output)")
+    @DataAmount
+    long bytes;
+
+    @Label("Group")
+    @Description("world, or the split it came from: world/split@SEQUENCE(color=C)")
+    String group;
+
+    @Label("Rank")
+    int rank;
+
+    @Label("Group Size")
+    int size;
+
+    @Label("Peer")
+    @Description("The other rank of a send or recv; -1 for collectives")
+    int peer;
+
+    @Label("Backend")
+    String backend;
+
+    @Label("Sequence")
+    @Description("The operation's number in its group, from 0, in issue order: the same operation has the same number on every rank")
+    long sequence;
+
+    @Label("Asynchronous")
+    @Description("Issued with an *Async method")
+    boolean async;
+
+    @Label("Error")
+    @Description("The exception that ended the operation; null when it succeeded")
+    String error;
+}
