@@ -86,11 +86,27 @@ public final class RingGroup implements GroupImpl {
 
     /** Forms the world ring described by {@code settings}: binds own addresses, connects, accepts. */
     public static RingGroup connect(RingSettings settings) {
+        return connect(settings, null);
+    }
+
+    /**
+     * As {@link #connect(RingSettings)} with this rank's listeners already bound, listening and non-blocking, one per own address
+     * in order (a rendezvous binds them before it publishes their ports, so no other process can take a port in
+     * between); null binds them here. Takes ownership of the channels: they are closed either way.
+     */
+    public static RingGroup connect(RingSettings settings, List<ServerSocketChannel> boundListeners) {
         RingHostfile hf = settings.hostfile();
         int n = hf.size();
         int r = settings.rank();
         RingLog log = new RingLog(settings.verbose(), "rank " + r);
         List<RingHostfile.Address> own = hf.addresses(r);
+        if (boundListeners != null && (n == 1 || boundListeners.size() != own.size())) {
+            for (ServerSocketChannel ch : boundListeners) RingConnector.closeQuietly(ch);
+            if (n > 1) {
+                throw new IllegalArgumentException("rank " + r + " was given " + boundListeners.size() + " bound listeners for "
+                        + own.size() + " own addresses");
+            }
+        }
         if (n == 1) {
             log.log("the hostfile lists one rank: a 1-rank group, no connections");
             return new RingGroup(0, 1, own.size(), null, own.getFirst().socketAddress().getAddress().getHostAddress(),
@@ -104,11 +120,13 @@ public final class RingGroup implements GroupImpl {
         try {
             for (int j = 0; j < own.size(); j++) {
                 RingHostfile.Address a = own.get(j);
-                listeners.add(new RingConnector.Listener(j, a.text(), RingConnector.listen(a.socketAddress(), a.text(),
-                        "rank " + r + " (address " + j + " of its entry in " + hf.path() + ")")));
+                listeners.add(new RingConnector.Listener(j, a.text(), boundListeners != null ? boundListeners.get(j)
+                        : RingConnector.listen(a.socketAddress(), a.text(), "rank " + r + " (address " + j + " of its entry in "
+                        + hf.path() + ")")));
             }
         } catch (RuntimeException e) {
             for (RingConnector.Listener l : listeners) RingConnector.closeQuietly(l.channel());
+            if (boundListeners != null) for (ServerSocketChannel ch : boundListeners) RingConnector.closeQuietly(ch);
             throw e;
         }
         List<RingConnector.Target> targets = new ArrayList<>();
