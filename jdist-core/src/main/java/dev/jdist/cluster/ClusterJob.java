@@ -17,9 +17,12 @@ import java.util.OptionalInt;
  * @param masterPort   the store's TCP port
  * @param masterFrom   where host and port came from, for messages
  * @param evidence     what was read, one line each, for {@code jdist doctor --env} and messages
+ * @param problem      null, or why this process cannot be a member as started: its rank is not below its size (it still
+ *                     meets the others, so that every rank learns "rank 5 was started with WORLD_SIZE=4, the others
+ *                     with 8" instead of waiting for it)
  */
 public record ClusterJob(JobSource source, int rank, int size, String rankVariable, String sizeVariable, int localRank,
-                         String masterHost, int masterPort, String masterFrom, List<String> evidence) {
+                         String masterHost, int masterPort, String masterFrom, List<String> evidence, String problem) {
 
     public ClusterJob {
         evidence = List.copyOf(evidence);

@@ -60,12 +60,29 @@ public final class JobDiscovery {
             lines.add("job source: " + source.id() + " — " + source.description());
             lines.addAll(notes);
             job.ifPresent(j -> lines.addAll(j.evidence()));
+            job.ifPresent(j -> {
+                if (j.problem() != null) lines.add("problem: " + j.problem());
+            });
             return lines;
         }
     }
 
-    /** Looks for the job in {@code env} in the documented order. */
+    /**
+     * Looks for the job in {@code env} in the documented order; every bad value is a {@link ConfigException}, a rank
+     * that is not below the size included.
+     */
     public static Finding detect(Map<String, String> env) {
+        Finding f = inspect(env);
+        if (f.job().isPresent() && f.job().get().problem() != null) throw new ConfigException(f.job().get().problem());
+        return f;
+    }
+
+    /**
+     * As {@link #detect}, except that a rank not below the size is returned in the job's {@link ClusterJob#problem}
+     * instead of thrown: {@code Distributed.init} still meets the others with it, so every rank gets one error naming
+     * both sizes.
+     */
+    public static Finding inspect(Map<String, String> env) {
         String forced = value(env, JOB_SOURCE);
         if (forced != null && !forced.equals("auto")) {
             JobSource s = JobSource.byId(forced.toLowerCase(Locale.ROOT));
@@ -372,8 +389,20 @@ public final class JobDiscovery {
             return (int) v;
         }
 
+        String problem;
+
+        /** A rank: like {@link #index}, but a value not below the size is kept as the job's problem. */
         int rank(Map<String, String> env, String var, int size, String sizeVar) {
-            return index(env, var, size, sizeVar);
+            String t = value(env, var);
+            if (t == null) throw new ConfigException(var + " is not set; it must be a whole number from 0 to " + (size - 1));
+            long v = digits(var, t, "a whole number from 0 to " + (size - 1));
+            if (v >= size) {
+                if (v > MAX_SIZE) throw new ConfigException(var + "=" + t + " is out of range (at most " + MAX_SIZE + ")");
+                problem = var + "=" + t + " is not below " + sizeVar + "=" + size + ": valid values are 0.." + (size - 1)
+                        + "; every process of the job must be started with the same " + sizeVar;
+            }
+            evidence.add(var + "=" + v);
+            return (int) v;
         }
 
         int index(Map<String, String> env, String var, int bound, String boundVar) {
@@ -461,7 +490,7 @@ public final class JobDiscovery {
             }
             String from = hFrom.equals(pFrom) ? hFrom : hFrom + "; " + pFrom;
             evidence.add("rendezvous at " + h + ":" + p + " (host: " + hFrom + "; port: " + pFrom + ")");
-            return new ClusterJob(source, rank, size, rankVar, sizeVar, local, h, p, from, evidence);
+            return new ClusterJob(source, rank, size, rankVar, sizeVar, local, h, p, from, evidence, problem);
         }
 
         private static void checkHost(String var, String h) {
