@@ -1,8 +1,10 @@
 package dev.jdist;
 
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.JobTable;
 
 import java.util.Arrays;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -14,10 +16,18 @@ public final class Group implements AutoCloseable {
 
     private final GroupImpl impl;          // null for the singleton
     private final OperationQueue queue;
+    private final JobTable jobTable;       // null when the members are not known to be jdist
+    private final AutoCloseable attached;  // closed after impl (the rendezvous store), or null
 
     Group(GroupImpl impl, OperationQueue queue) {
+        this(impl, queue, null, null);
+    }
+
+    Group(GroupImpl impl, OperationQueue queue, JobTable jobTable, AutoCloseable attached) {
         this.impl = impl;
         this.queue = queue;
+        this.jobTable = jobTable;
+        this.attached = attached;
     }
 
     /** The 1-rank group returned when nothing is configured. */
@@ -227,9 +237,27 @@ public final class Group implements AutoCloseable {
     /** The backend implementation (for backends' own tests and for jdist's nn helpers). */
     public GroupImpl impl() { return impl; }
 
+    /**
+     * jdist-internal (heartbeats, connections between any two ranks, algorithm choices): every member's published
+     * record (address, ports, versions, capabilities) when every member is known to be jdist — the job met through a
+     * rendezvous, or formed from MLX variables with a job token; empty otherwise (MLX peers may be present) and for
+     * groups made by {@link #split}.
+     */
+    public Optional<JobTable> jobTable() { return Optional.ofNullable(jobTable); }
+
     @Override
     public void close() {
         queue.close();
-        if (impl != null) impl.close();
+        try {
+            if (impl != null) impl.close();
+        } finally {
+            if (attached != null) {
+                try {
+                    attached.close();
+                } catch (Exception ignored) {
+                    // the rendezvous store: closing is best effort
+                }
+            }
+        }
     }
 }
