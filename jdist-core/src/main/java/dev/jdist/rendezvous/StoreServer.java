@@ -311,7 +311,7 @@ final class StoreServer implements Closeable {
                 synchronized (notes) {
                     String was = seenByRank.get(claimed);
                     if (was != null && !was.contains("disconnected")) {
-                        seenByRank.put(claimed, was + ", then disconnected after " + since() + " s");
+                        seenByRank.put(claimed, was + ", and disconnected at " + since() + " s");
                     }
                 }
             }
@@ -416,7 +416,7 @@ final class StoreServer implements Closeable {
     private void note(int rank, String what) {
         if (rank < 0) return;
         synchronized (notes) {
-            seenByRank.put(rank, what + " after " + since() + " s");
+            seenByRank.put(rank, "at " + since() + " s, " + what);
         }
     }
 
@@ -425,7 +425,7 @@ final class StoreServer implements Closeable {
         synchronized (notes) {
             refusals.addLast(line);
             while (refusals.size() > 20) refusals.removeFirst();
-            if (claimed >= 0) seenByRank.put(claimed, line + " after " + since() + " s");
+            if (claimed >= 0) seenByRank.put(claimed, "at " + since() + " s, " + line);
         }
     }
 
