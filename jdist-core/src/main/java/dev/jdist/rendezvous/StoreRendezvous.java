@@ -279,8 +279,25 @@ public final class StoreRendezvous implements RendezvousSession {
         return out;
     }
 
+    /**
+     * Closes the store connection; rank 0 first waits (at most {@link #LINGER}) until every rank has read a successful
+     * verdict, so that closing right after the rendezvous (a hand-off) does not cut a slower rank off.
+     */
     @Override
     public void close() {
+        if (server != null && client != null && table != null) {
+            long until = System.nanoTime() + LINGER.toNanos();
+            try {
+                while (System.nanoTime() < until
+                        && client.get(VERDICT_READ).map(StoreClient::counter).orElse(0L) < job.size()) {
+                    Thread.sleep(20);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (RuntimeException e) {
+                // the store is already unusable: nothing to wait for
+            }
+        }
         if (client != null) client.close();
         if (server != null) server.close();
     }
