@@ -154,7 +154,8 @@ public final class Distributed {
         RendezvousSession rv;
         try {
             rv = Rendezvous.open(job, env);
-        } catch (ConnectFailedException | DeadlineExceededException e) {
+        } catch (DistributedException e) {
+            // a rank that cannot be a member (rank not below its size) still tried to tell the others; that failed too
             if (job.problem() != null) throw new ConfigException(job.problem() + " (it could not tell the others: " + e.getMessage() + ")", e);
             throw e;
         }

@@ -122,7 +122,8 @@ public final class StoreRendezvous implements RendezvousSession {
                         + job.masterFrom() + ") resolves only to IPv6 addresses; the ring is IPv4 only: give an IPv4 address "
                         + "or a name with an A record");
             } catch (UnknownHostException e) {
-                last = e.getMessage();
+                String m = String.valueOf(e.getMessage());
+                last = m.equals(job.masterHost()) ? "no address for " + m : m;
             }
             long left = deadline - System.nanoTime();
             if (left <= 0) {
