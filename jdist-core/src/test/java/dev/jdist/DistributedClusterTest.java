@@ -119,4 +119,21 @@ class DistributedClusterTest {
         assertThatThrownBy(() -> Distributed.init(false, "any", Map.of("JOB_COMPLETION_INDEX", "1")))
                 .isInstanceOf(ConfigException.class).hasMessageContaining("JDIST_WORLD_SIZE");
     }
+
+    @Test
+    void badRendezvousSettingsNameTheVariable() {
+        Map<String, String> job = Map.of("RANK", "0", "WORLD_SIZE", "1");
+        for (Map.Entry<String, String> bad : List.of(Map.entry("JDIST_RENDEZVOUS_TIMEOUT", "soon"),
+                Map.entry("JDIST_RING_CONNECTIONS", "9"), Map.entry("JDIST_IFNAME", "no-such-nic0"),
+                Map.entry("JDIST_TRANSPORT", "udp"))) {
+            Map<String, String> env = new java.util.HashMap<>(job);
+            env.put(bad.getKey(), bad.getValue());
+            try {
+                assertThatThrownBy(() -> Distributed.init(false, "ring", env)).as(bad.getKey())
+                        .isInstanceOf(ConfigException.class).hasMessageContaining(bad.getKey());
+            } finally {
+                Distributed.reset();
+            }
+        }
+    }
 }

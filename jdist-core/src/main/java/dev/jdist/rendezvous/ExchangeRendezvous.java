@@ -3,7 +3,6 @@ package dev.jdist.rendezvous;
 import dev.jdist.AllGatherFactory;
 import dev.jdist.ConfigException;
 import dev.jdist.DistributedException;
-import dev.jdist.spi.JobRendezvous;
 import dev.jdist.spi.JobTable;
 import dev.jdist.spi.RankOffer;
 import dev.jdist.spi.RankRecord;

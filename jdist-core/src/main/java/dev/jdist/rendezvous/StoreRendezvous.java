@@ -4,7 +4,6 @@ import dev.jdist.ConfigException;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.cluster.ClusterJob;
-import dev.jdist.spi.JobRendezvous;
 import dev.jdist.spi.JobTable;
 import dev.jdist.spi.RankOffer;
 import dev.jdist.spi.RankRecord;

@@ -53,7 +53,7 @@ final class RingJoin {
                 }
             }
             List<String> capabilities = new ArrayList<>(List.of("ring/tcp", "ring/split", "ring/sum_scatter"));
-            if (ShmSetupProbe.linux()) capabilities.add("ring/shm");
+            if (java.nio.file.Files.isReadable(Path.of("/proc/sys/kernel/random/boot_id"))) capabilities.add("ring/shm");
             if (token != null) capabilities.add("ring/auth");
             JobTable table = rv.agree(new RankOffer("ring", Map.of(RingSettings.TRANSPORT, transport.envValue(), CONNECTIONS,
                     Integer.toString(k)), ports, capabilities));
@@ -105,12 +105,5 @@ final class RingJoin {
         }
         throw new ConfigException(CONNECTIONS + "=\"" + text + "\" is not a number of connections per ring neighbour; use 1.."
                 + MAX_CONNECTIONS + " (unset: 1)");
-    }
-
-    /** Whether the shared-memory transport can work here (Linux's boot id exists). */
-    private static final class ShmSetupProbe {
-        static boolean linux() {
-            return java.nio.file.Files.isReadable(Path.of("/proc/sys/kernel/random/boot_id"));
-        }
     }
 }
