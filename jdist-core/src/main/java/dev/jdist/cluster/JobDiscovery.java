@@ -289,7 +289,7 @@ public final class JobDiscovery {
             } catch (NumberFormatException e) {
                 id = v.hashCode() & 0x7fffffffL;
             }
-            port = DERIVED_PORT_BASE + (int) Math.floorMod(id, DERIVED_PORT_SPAN);
+            port = DERIVED_PORT_BASE + Math.floorMod(id, DERIVED_PORT_SPAN);
             portFrom = "port " + port + " derived from " + jobId + "=" + v;
         }
         return Optional.of(f.job(env, rank, size, rankVar, sizeVar, local, null, null, port, portFrom, host, hostFrom));

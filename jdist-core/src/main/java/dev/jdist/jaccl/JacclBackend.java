@@ -47,10 +47,6 @@ public final class JacclBackend implements Backend {
     }
 
     /**
-     * As {@link #init(boolean, Map)}, with MLX's custom side channel: {@code factory(rank, size)} is
-     * called once and its function replaces the TCP star (no coordinator needed). Null for the default.
-     */
-    /**
      * JACCL from a rendezvous (docs/clusters.md): the rank comes from the rendezvous, the device file still from
      * {@code MLX_IBV_DEVICES} (its absence: not configured), and the side channel's all-gathers go through the
      * rendezvous instead of the TCP coordinator.
@@ -84,6 +80,10 @@ public final class JacclBackend implements Backend {
         return init(true, env, throughRendezvous);
     }
 
+    /**
+     * As {@link #init(boolean, Map)}, with MLX's custom side channel: {@code factory(rank, size)} is
+     * called once and its function replaces the TCP star (no coordinator needed). Null for the default.
+     */
     @Override
     public Optional<GroupImpl> init(boolean strict, Map<String, String> env, AllGatherFactory factory) {
         Optional<JacclConfig> found = JacclConfig.fromEnv(env, strict, factory != null);

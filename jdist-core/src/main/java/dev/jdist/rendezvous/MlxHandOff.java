@@ -9,14 +9,17 @@ import dev.jdist.spi.RankOffer;
 import dev.jdist.spi.RankRecord;
 
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
+import java.net.StandardProtocolFamily;
+import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * For a process that hands the job on to another program (an MLX child, a jdist child started by a wrapper): it
@@ -43,6 +46,36 @@ public final class MlxHandOff {
     private MlxHandOff() {}
 
     /**
+     * Holds a free port without listening on it (a bound socket that is not a listener: a peer that connects early is
+     * refused and retries, instead of being accepted by this process and then cut off). The port is below the
+     * system's ephemeral range when one is free there (outgoing connections take their local ports from that range, so
+     * a port released inside it can be taken by any connection before the child binds it), else any free port.
+     */
+    static SocketChannel reserve(InetAddress address) throws IOException {
+        int ephemeralLow = 32768;
+        try {
+            String[] range = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+");
+            ephemeralLow = Integer.parseInt(range[0]);
+        } catch (IOException | RuntimeException ignored) {
+            // not Linux: assume the common default
+        }
+        int low = Math.max(1024, ephemeralLow - 12_000);
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        for (int attempt = 0; attempt < 200 && low < ephemeralLow; attempt++) {
+            SocketChannel s = SocketChannel.open(StandardProtocolFamily.INET);
+            try {
+                s.bind(new InetSocketAddress(address, random.nextInt(low, ephemeralLow)));
+                return s;
+            } catch (IOException e) {
+                s.close();
+            }
+        }
+        SocketChannel s = SocketChannel.open(StandardProtocolFamily.INET);
+        s.bind(new InetSocketAddress(address, 0));
+        return s;
+    }
+
+    /**
      * Finds the job in {@code env} (as {@code Distributed.init()} does), meets the others, writes the hostfile into
      * {@code dir} and returns the child's variables. {@code connections}: addresses per rank (MLX's
      * {@code --connections-per-ip}).
@@ -53,14 +86,13 @@ public final class MlxHandOff {
         ClusterJob job = f.job().orElseThrow(() -> new ConfigException("there is no job to hand on: " + String.join("; ", f.explain())
                 + " (a hand-off needs a job found through the rendezvous: torchrun, Trainer v2, MPI-launcher, Slurm, "
                 + "Kubernetes or JDIST_RANK variables)"));
-        List<ServerSocket> reserved = new ArrayList<>();
+        List<SocketChannel> reserved = new ArrayList<>();
         try (StoreRendezvous rv = StoreRendezvous.open(job, env)) {
             List<Integer> ports = new ArrayList<>();
             for (int j = 0; j < connections; j++) {
-                ServerSocket s = new ServerSocket();
+                SocketChannel s = reserve(rv.bindAddress());
                 reserved.add(s);
-                s.bind(new InetSocketAddress(rv.bindAddress(), 0));
-                ports.add(s.getLocalPort());
+                ports.add(((InetSocketAddress) s.getLocalAddress()).getPort());
             }
             JobTable table = rv.agree(new RankOffer("ring", Map.of("hand-off connections", Integer.toString(connections)), ports,
                     List.of("hand-off")));
@@ -76,7 +108,7 @@ public final class MlxHandOff {
         } catch (IOException e) {
             throw new ConfigException("rank " + job.rank() + " cannot prepare the hand-off (ports or hostfile in " + dir + "): " + e, e);
         } finally {
-            for (ServerSocket s : reserved) StoreServer.closeQuietly(s);
+            for (SocketChannel s : reserved) StoreServer.closeQuietly(s);
         }
     }
 }

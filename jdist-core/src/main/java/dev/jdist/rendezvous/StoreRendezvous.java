@@ -187,6 +187,11 @@ public final class StoreRendezvous implements RendezvousSession {
         }
         if (job.problem() != null) throw new ConfigException(job.problem());
         List<RankRecord> table = verdict.ranks();
+        if (table.size() != job.size()) {
+            throw new ConfigException("rank " + job.rank() + " " + mine.where() + " was started with " + job.sizeVariable() + "="
+                    + job.size() + " but joined after the job had formed with " + table.size() + " ranks without it; every "
+                    + "process of the job must be started with the same world size, and at the same time");
+        }
         RankRecord listed = table.get(job.rank());
         if (listed.pid() != mine.pid() || !listed.bootId().equals(mine.bootId())) {
             throw new ConfigException("rank " + job.rank() + " (" + job.rankVariable() + ") is already taken in this job by "
@@ -204,21 +209,34 @@ public final class StoreRendezvous implements RendezvousSession {
         for (int q = 0; q < n; q++) keys.add(RANK_KEY + q);
         long left = Math.max(0, judgeDeadline - System.nanoTime());
         List<String> missing = client.await(keys, Duration.ofNanos(left));
+        List<String> malformed = new ArrayList<>();
         List<RankRecord> byRank = new ArrayList<>(n);
         int maxSize = n;
         for (int q = 0; q < n; q++) {
-            Optional<byte[]> v = missing.contains(RANK_KEY + q) ? Optional.empty() : client.get(RANK_KEY + q);
-            RankRecord r = v.map(b -> RecordCodec.decode(b, "record")).orElse(null);
+            String key = RANK_KEY + q;
+            Optional<byte[]> v = missing.contains(key) ? Optional.empty() : client.get(key);
+            RankRecord r = v.map(b -> decode(b, key, malformed)).orElse(null);
             byRank.add(r);
             if (r != null) maxSize = Math.max(maxSize, Math.min(r.size(), n + 4096));
         }
         List<RankRecord> beyond = new ArrayList<>();
-        for (int q = n; q < maxSize; q++) client.get(RANK_KEY + q).ifPresent(b -> beyond.add(RecordCodec.decode(b, "record")));
+        for (int q = n; q < maxSize; q++) {
+            String key = RANK_KEY + q;
+            client.get(key).map(b -> decode(b, key, malformed)).ifPresent(beyond::add);
+        }
         List<RankRecord> duplicates = new ArrayList<>();
         long dups = client.get(DUP_COUNT).map(StoreClient::counter).orElse(0L);
-        for (long i = 1; i <= dups; i++) client.get(DUP_KEY + i).ifPresent(b -> duplicates.add(RecordCodec.decode(b, "record")));
+        for (long i = 1; i <= Math.min(dups, 4096); i++) {
+            String key = DUP_KEY + i;
+            client.get(key).map(b -> decode(b, key, malformed)).ifPresent(duplicates::add);
+        }
         Optional<String> error = Agreement.judge(new Agreement.Joins(n, byRank, duplicates, beyond, !missing.isEmpty(), timeout,
                 server::notesFor, server.refusals()));
+        if (!malformed.isEmpty()) {
+            String m = "the rendezvous store holds records that are not a jdist rank's (" + String.join("; ", malformed)
+                    + "): something other than this job's ranks talks to it; set JDIST_JOB_TOKEN on every rank";
+            error = Optional.of(error.map(e -> e + "; also: " + m).orElse(m));
+        }
         RecordCodec.Verdict verdict;
         if (error.isPresent()) {
             verdict = new RecordCodec.Verdict(false, missing.isEmpty() ? "config" : "deadline", error.get(), List.of());
@@ -229,6 +247,21 @@ public final class StoreRendezvous implements RendezvousSession {
         }
         client.set(VERDICT, RecordCodec.encode(verdict));
         return verdict;
+    }
+
+    /** A record, or null (noted in {@code malformed}) when the bytes are not one. */
+    private static RankRecord decode(byte[] json, String key, List<String> malformed) {
+        try {
+            RankRecord r = RecordCodec.decode(json, "record");
+            if (r.host().isEmpty() || r.bootId().isEmpty() || r.backend().isEmpty()) {
+                malformed.add(key + " lacks fields");
+                return null;
+            }
+            return r;
+        } catch (DistributedException e) {
+            malformed.add(key + ": " + e.getMessage());
+            return null;
+        }
     }
 
     /** Every other rank (and a second claimant of rank 0): rank 0's verdict. */

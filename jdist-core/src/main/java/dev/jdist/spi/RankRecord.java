@@ -37,9 +37,17 @@ public record RankRecord(int rank, String rankSource, int size, String sizeSourc
         settings = settings == null ? Map.of() : Map.copyOf(settings);
         ports = ports == null ? List.of() : List.copyOf(ports);
         capabilities = capabilities == null ? List.of() : List.copyOf(capabilities);
+        rankSource = rankSource == null ? "" : rankSource;
+        sizeSource = sizeSource == null ? "" : sizeSource;
+        source = source == null ? "" : source;
+        backend = backend == null ? "" : backend;
+        jdistVersion = jdistVersion == null ? "" : jdistVersion;
         tokenDigest = tokenDigest == null ? "" : tokenDigest;
         jobDigest = jobDigest == null ? "" : jobDigest;
         jobDescription = jobDescription == null ? "" : jobDescription;
+        host = host == null ? "" : host;
+        hostname = hostname == null ? "" : hostname;
+        bootId = bootId == null ? "" : bootId;
     }
 
     /** This record with another published address (the rendezvous replaces a loopback address once it knows better). */

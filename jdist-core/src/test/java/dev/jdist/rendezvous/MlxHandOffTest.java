@@ -36,7 +36,7 @@ class MlxHandOffTest {
         });
         String hostfile = null;
         for (int r = 0; r < n; r++) {
-            assertThat(out.get(r).error()).as("rank %d", r).isNull();
+            assertThat(out.get(r).error()).as("rank %d; all: %s", r, out).isNull();
             String v = (String) out.get(r).value();
             assertThat(v).startsWith(r + " [[\"127.0.0.1:").endsWith(" 6.0");
             String file = v.substring(v.indexOf(' ') + 1, v.lastIndexOf(' '));

@@ -220,4 +220,22 @@ class RendezvousInProcessTest {
             assertThat(o.error()).isInstanceOf(ConfigException.class).hasMessageContaining("says it is rank 1, in place");
         }
     }
+
+    @Test
+    @Timeout(120)
+    void garbageInTheStoreIsNamedNotCrashedOn() throws Exception {
+        int port = Ports.free();
+        List<Outcome> out = runRanks(2, r -> {
+            if (r == 0) return ringRank(torchrun(0, 2, port, "JDIST_RENDEZVOUS_TIMEOUT", "5"));
+            // a stranger (no token in this job) writes junk where rank 1's record belongs
+            try (StoreClient c = StoreClient.connect(new java.net.InetSocketAddress("127.0.0.1", port), "test", null, 1,
+                    System.nanoTime() + 20_000_000_000L, java.time.Duration.ofSeconds(20))) {
+                c.set("jdist/rank/1", "{\"rank\": \"one\"".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+            return "stranger done";
+        });
+        assertThat(out.get(1).value()).isEqualTo("stranger done");
+        assertThat(out.get(0).error()).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("the rendezvous store holds records that are not a jdist rank's (jdist/rank/1");
+    }
 }
