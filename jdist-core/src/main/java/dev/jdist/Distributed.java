@@ -225,6 +225,33 @@ public final class Distributed {
     }
 
     /**
+     * A new group of {@code backend} formed from {@code env}, outside the cache: every call forms a fresh
+     * group, which the caller owns and must close. For embedders that form several groups in one JVM, one
+     * per job or attempt (the tasks of a Spark stage run side by side in one executor, and a retried stage
+     * needs a new ring). The backend is started strictly: not configured is a {@link ConfigException}.
+     *
+     * @param backend a concrete backend name ({@code ring}, {@code mpi}, {@code nccl}, {@code jaccl}); not {@code any}
+     */
+    public static Group newGroup(String backend, Map<String, String> env) {
+        if (backend == null || backend.equals("any") || !VALID_NAMES.contains(backend)) {
+            throw new IllegalArgumentException("newGroup needs a concrete backend, got '" + backend + "'; valid: "
+                    + String.join(", ", ANY_ORDER));
+        }
+        if (env == null) throw new IllegalArgumentException("newGroup needs the environment to read (a map), got null");
+        Backend b;
+        synchronized (Distributed.class) {
+            b = backends().get(backend);
+        }
+        if (b == null) {
+            throw new ConfigException("the '" + backend + "' backend is not part of this jdist build; "
+                    + "add its module to the classpath or pick another backend");
+        }
+        GroupImpl g = b.init(true, env).orElseThrow(() -> new ConfigException("the '" + backend
+                + "' backend is not configured by the environment it was given"));
+        return new Group(g, new OperationQueue(backend + " rank " + g.rank()));
+    }
+
+    /**
      * MLX's {@code init(strict, "jaccl", factory)}: JACCL with a custom side channel instead of the TCP
      * coordinator. Only valid with backend {@code "jaccl"} (IllegalArgumentException otherwise, before any
      * cache lookup); when {@code "jaccl"} is already cached the factory is ignored.

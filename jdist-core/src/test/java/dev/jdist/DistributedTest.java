@@ -255,4 +255,34 @@ class DistributedTest {
         assertThat(a).isSameAs(b);
         assertThat(a.rank()).isEqualTo(b.rank());
     }
+
+    @Test
+    void newGroupFormsAFreshGroupEachCallAndLeavesTheCacheAlone() {
+        ring.configured = true;
+        install(nccl, ring, mpi, jaccl);
+        Group a = Distributed.newGroup("ring", Map.of());
+        Group b = Distributed.newGroup("ring", Map.of());
+        assertThat(a).isNotSameAs(b);
+        assertThat(ring.initCalls).containsExactly(true, true);     // always strict
+        Group cached = Distributed.init(false, "ring", Map.of());
+        assertThat(cached).isNotSameAs(a).isNotSameAs(b);
+        a.close();
+        assertThat(ring.made.get(0).closed).isTrue();
+        assertThat(ring.made.get(1).closed).isFalse();
+        b.close();
+    }
+
+    @Test
+    void newGroupRejectsAnyUnknownAndUnconfiguredBackends() {
+        install(nccl, ring, mpi, jaccl);
+        assertThatThrownBy(() -> Distributed.newGroup("any", Map.of())).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("concrete backend");
+        assertThatThrownBy(() -> Distributed.newGroup("tcp", Map.of())).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> Distributed.newGroup("ring", null)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> Distributed.newGroup("ring", Map.of())).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("ring is not configured");
+        install(ring);
+        assertThatThrownBy(() -> Distributed.newGroup("mpi", Map.of())).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("not part of this jdist build");
+    }
 }

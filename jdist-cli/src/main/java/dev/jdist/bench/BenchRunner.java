@@ -1,6 +1,7 @@
 package dev.jdist.bench;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.jdist.console.CliFailure;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -27,6 +28,7 @@ public final class BenchRunner {
      * @param spec          the sweep
      * @param onRow         called for each result as it arrives (progress display)
      * @param passThrough   where every other line of the job's output goes
+     * @throws CliFailure with the job's exit status when the job fails
      */
     public static List<BenchResult> run(List<String> launchOptions, BenchWorker.Spec spec, Consumer<BenchResult> onRow,
                                         PrintStream passThrough) throws IOException, InterruptedException {
@@ -55,21 +57,8 @@ public final class BenchRunner {
         }
         int status = p.waitFor();
         if (status != 0) {
-            throw new BenchFailedException("the benchmark job failed (jdist launch exited " + status
-                    + "); its output is above", status);
+            throw CliFailure.of(status, "the benchmark job failed (jdist launch exited " + status + "); its output is above");
         }
         return results;
-    }
-
-    /** The benchmark's job exited non-zero. */
-    public static final class BenchFailedException extends RuntimeException {
-        private final int status;
-
-        BenchFailedException(String message, int status) {
-            super(message);
-            this.status = status;
-        }
-
-        public int status() { return status; }
     }
 }

@@ -10,7 +10,11 @@ import dev.jdist.bench.BenchRunner;
 import dev.jdist.bench.BenchTable;
 import dev.jdist.bench.BenchWorker;
 import dev.jdist.bench.SizeSweep;
+import dev.jdist.console.CliFailure;
+import dev.jdist.launch.JobTargetOptions;
+import dev.jdist.launch.RankOptions;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.PrintStream;
@@ -27,29 +31,13 @@ import java.util.concurrent.Callable;
                 "Example: jdist bench -n 2 --op all_sum,all_gather --sizes 4B:256MiB --plot ring.png"})
 public final class BenchCommand implements Callable<Integer> {
 
-    @Option(names = {"-n", "--repeat-hosts"}, description = "ranks per host (default ${DEFAULT-VALUE})", defaultValue = "2")
-    int ranksPerHost;
+    /** Where the ranks run: launch's options, two ranks per host by default. */
+    @Mixin
+    JobTargetOptions target = JobTargetOptions.withRanksPerHost(2);
 
-    @Option(names = "--hosts", description = "comma-separated hosts (default 127.0.0.1)")
-    String hosts;
-
-    @Option(names = "--hostfile", description = "JSON hostfile, as for jdist launch")
-    Path hostfile;
-
-    @Option(names = "--backend", description = "ring, mpi, nccl, jaccl, jaccl-ring (default: as jdist launch)")
-    String backend;
-
-    @Option(names = "--connections-per-ip", description = "ring connections per neighbour")
-    Integer connectionsPerIp;
-
-    @Option(names = "--bind-to", description = "none or core: pin each rank to a CPU, as jdist launch --bind-to (default: none)")
-    String bindTo;
-
-    @Option(names = {"-p", "--starting-port"}, description = "first ring port (default: as jdist launch, 32323)")
-    Integer startingPort;
-
-    @Option(names = "--env", description = "NAME=VALUE for every rank (repeatable), e.g. JDIST_TRANSPORT=shm")
-    List<String> env = new ArrayList<>();
+    /** --env and --bind-to, as for launch. */
+    @Mixin
+    RankOptions ranks = new RankOptions();
 
     @Option(names = "--op", split = ",", defaultValue = "all_sum",
             description = "ops: all_sum, all_max, all_min, all_gather, sum_scatter, send_recv (comma-separated; default ${DEFAULT-VALUE})")
@@ -89,37 +77,28 @@ public final class BenchCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         PrintStream out = System.out;
         PrintStream err = System.err;
+        // the numbers and --bind-to are checked here; the hosts and the backend by the job's launcher
+        target.repeat();
+        target.connectionsPerIp();
+        target.startingPort();
+        ranks.bindToCore();
         BenchWorker.Spec spec;
         try {
             spec = spec();
         } catch (IllegalArgumentException e) {
-            err.println("jdist bench: error: " + e.getMessage());
-            return 2;
+            throw CliFailure.usage(e.getMessage());
         }
-        List<String> launch = new ArrayList<>();
-        if (hostfile != null) {
-            launch.addAll(List.of("--hostfile", hostfile.toString()));
-        } else if (hosts != null) {
-            launch.addAll(List.of("--hosts", hosts));
-        }
-        launch.addAll(List.of("-n", Integer.toString(ranksPerHost)));
-        if (backend != null) launch.addAll(List.of("--backend", backend));
-        if (connectionsPerIp != null) launch.addAll(List.of("--connections-per-ip", connectionsPerIp.toString()));
-        if (startingPort != null) launch.addAll(List.of("--starting-port", startingPort.toString()));
-        if (bindTo != null) launch.addAll(List.of("--bind-to", bindTo));
-        for (String e : env) launch.addAll(List.of("--env", e));
+        List<String> launch = new ArrayList<>(target.asLaunchArguments());
+        launch.addAll(ranks.asLaunchArguments());
 
         int total = spec.ops().size() * spec.sizes().size() * spec.modes().size();
         ProgressBar progress = new ProgressBar(total, err);
         List<BenchResult> results;
         try {
             results = BenchRunner.run(launch, spec, progress::advance, err);
-        } catch (BenchRunner.BenchFailedException e) {
+        } finally {
             progress.clear();
-            err.println("jdist bench: " + e.getMessage());
-            return e.status();
         }
-        progress.clear();
         if (json) {
             out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(results));
         } else if (csv) {
@@ -129,16 +108,16 @@ public final class BenchCommand implements Callable<Integer> {
         }
         if (plot != null) {
             String title = "jdist bench: " + (results.isEmpty() ? "" : results.getFirst().ranks() + " ranks, ")
-                    + spec.dtype() + ", " + (backend == null ? "default backend" : backend)
-                    + (env.isEmpty() ? "" : ", " + String.join(" ", env)) + (bindTo == null ? "" : ", --bind-to " + bindTo)
+                    + spec.dtype() + ", " + (target.backend == null ? "default backend" : target.backend)
+                    + (ranks.env.isEmpty() ? "" : ", " + String.join(" ", ranks.env))
+                    + (ranks.bindTo == null ? "" : ", --bind-to " + ranks.bindTo)
                     + ", " + LocalDate.now();
             BenchPlot.write(results, title, plot);
             err.println("jdist bench: plot written to " + plot.toAbsolutePath());
         }
         long wrong = results.stream().mapToLong(BenchResult::wrong).sum();
         if (wrong > 0) {
-            err.println("jdist bench: " + wrong + " wrong elements: the collectives returned incorrect results");
-            return 1;
+            throw CliFailure.of(1, wrong + " wrong elements: the collectives returned incorrect results");
         }
         return 0;
     }

@@ -1,16 +1,17 @@
 package dev.jdist.cli;
 
 import dev.jdist.config.ClusterConfigurator;
-import dev.jdist.config.ConfigFailure;
-import dev.jdist.config.ConfigHost;
 import dev.jdist.config.ConfigOptions;
-import dev.jdist.launch.ConsoleLog;
-import dev.jdist.config.HostList;
 import dev.jdist.config.HostPlatform;
 import dev.jdist.config.LinuxPlatform;
 import dev.jdist.config.MacOsPlatform;
 import dev.jdist.config.RemoteShell;
 import dev.jdist.config.SshRemoteShell;
+import dev.jdist.console.CliFailure;
+import dev.jdist.console.ConsoleLog;
+import dev.jdist.hosts.HostEntry;
+import dev.jdist.hosts.HostList;
+import dev.jdist.hosts.Hostfile;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -31,7 +32,7 @@ import java.util.concurrent.Callable;
                 "check it forms a mesh or a ring, plan an IP subnet per cable, set the interfaces up (or print",
                 "the commands), and write a hostfile for `jdist launch` / `mlx.launch`."},
         sortOptions = false)
-public final class ConfigCommand implements Callable<Integer> {
+public final class ConfigCommand implements Callable<Integer>, MlxCounterpart {
 
     @Option(names = "--hosts", paramLabel = "LIST", defaultValue = "127.0.0.1",
             description = "Comma-separated ssh hosts (default: ${DEFAULT-VALUE}).")
@@ -76,9 +77,6 @@ public final class ConfigCommand implements Callable<Integer> {
     @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help and exit.")
     boolean help;
 
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     /** Where the tool talks to hosts and the user; tests replace these. */
     RemoteShell shell = new SshRemoteShell();
     PrintStream out = System.out;
@@ -91,18 +89,22 @@ public final class ConfigCommand implements Callable<Integer> {
     }
 
     @Override
+    public String usageLine(CommandLine self) {
+        return FailureHandler.synopsisLine(self);
+    }
+
+    @Override
     public Integer call() {
         choice("--over", over, "thunderbolt", "ethernet");
         if (backend != null) {
             choice("--backend", backend, "ring", "jaccl", "jaccl-ring");
         }
         choice("--platform", platform, "macos", "linux");
-        List<ConfigHost> hostList;
-        try {
-            hostList = hostfile != null ? HostList.fromHostfile(hostfile) : HostList.fromHosts(hosts);
-        } catch (ConfigFailure f) {
-            throw new CommandLine.ParameterException(spec.commandLine(), f.getMessage());
-        }
+        // the launcher's host model, so both commands accept and reject the same --hosts and hostfiles; of a hostfile,
+        // config uses the ssh and ips of each host (distributed-config.md §2)
+        List<HostEntry> hostList = hostfile != null
+                ? Hostfile.read(hostfile.toString()).hosts().stream().map(h -> new HostEntry(h.ssh(), h.ips())).toList()
+                : HostList.parse(hosts, 1);
         HostPlatform hostPlatform = platform.equals("linux") ? new LinuxPlatform() : new MacOsPlatform();
         ConfigOptions options = new ConfigOptions(hostList, over, backend, autoSetup, dot, output, envs,
                 ignoreUnreachable, hostPlatform);
@@ -117,8 +119,7 @@ public final class ConfigCommand implements Callable<Integer> {
             for (String a : allowed) {
                 choices.append(choices.isEmpty() ? "" : ", ").append('\'').append(a).append('\'');
             }
-            throw new CommandLine.ParameterException(spec.commandLine(),
-                    "argument " + option + ": invalid choice: '" + value + "' (choose from " + choices + ")");
+            throw CliFailure.usage("argument " + option + ": invalid choice: '" + value + "' (choose from " + choices + ")");
         }
     }
 }

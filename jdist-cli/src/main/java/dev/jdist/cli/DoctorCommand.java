@@ -1,15 +1,11 @@
 package dev.jdist.cli;
 
 import dev.jdist.Distributed;
-import dev.jdist.launch.CommandResolver;
-import dev.jdist.launch.EnvironmentPlan;
-import dev.jdist.launch.Executables;
-import dev.jdist.launch.HostEntry;
-import dev.jdist.launch.HostList;
-import dev.jdist.launch.Hostfile;
-import dev.jdist.launch.JobPreflight;
-import dev.jdist.launch.UsageException;
+import dev.jdist.doctor.JobPreflight;
+import dev.jdist.launch.JobRequirements;
+import dev.jdist.launch.JobTargetOptions;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -26,23 +22,9 @@ import java.util.concurrent.Callable;
         footer = {"Exit status: 0 when every check passes, 1 when one fails, 2 for usage errors."})
 public final class DoctorCommand implements Callable<Integer> {
 
-    @Option(names = "--hostfile", paramLabel = "FILE", description = "JSON hostfile (as for jdist launch)")
-    String hostfile;
-
-    @Option(names = "--hosts", paramLabel = "H1,H2,...", description = "comma-separated hosts (default: 127.0.0.1)")
-    String hosts = "127.0.0.1";
-
-    @Option(names = {"-n", "--repeat-hosts"}, paramLabel = "N", description = "ranks per --hosts entry (default: 1)")
-    int repeat = 1;
-
-    @Option(names = "--backend", description = "the backend the job will use; ring ports are checked for ring (default)")
-    String backend = "ring";
-
-    @Option(names = {"-p", "--starting-port"}, description = "first ring port (default: 32323)")
-    int startingPort = 32323;
-
-    @Option(names = "--connections-per-ip", description = "ring connections per IP (default: 1)")
-    int connectionsPerIp = 1;
+    /** Where the job's ranks will run: the same options as for launch. */
+    @Mixin
+    JobTargetOptions target = new JobTargetOptions();
 
     @Option(names = "--java", paramLabel = "PATH", description = "the java the ranks will run (default: this one)")
     String java;
@@ -58,21 +40,9 @@ public final class DoctorCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws InterruptedException {
-        List<HostEntry> hostList;
-        try {
-            hostList = hostfile != null ? Hostfile.read(hostfile).hosts() : HostList.parse(hosts, repeat);
-            EnvironmentPlan.checkBackend(backend);
-            if (connectionsPerIp < 1) throw new UsageException("--connections-per-ip must be at least 1");
-        } catch (UsageException e) {
-            System.err.println("jdist doctor: error: " + e.getMessage());
-            return 2;
-        }
-        String javaPath = CommandResolver.javaPath(java);
-        List<List<String>> ring = backend.equals("ring")
-                ? EnvironmentPlan.ringAddresses(hostList, startingPort, connectionsPerIp) : List.of();
-        var in = new JobPreflight.Inputs(hostList, javaPath, CommandResolver.jdistClassPath(), Optional.ofNullable(program),
-                cwd != null ? cwd : Path.of("").toAbsolutePath().toString(), ring,
-                Executables.onPath("ssh").map(Path::toString).orElse("ssh"), timeoutSeconds);
+        JobRequirements job = JobRequirements.of(target, java, System.getenv());
+        var in = new JobPreflight.Inputs(job, Optional.ofNullable(program),
+                cwd != null ? cwd : Path.of("").toAbsolutePath().toString(), timeoutSeconds);
 
         List<JobPreflight.Check> checks = JobPreflight.run(in);
         int failed = 0;

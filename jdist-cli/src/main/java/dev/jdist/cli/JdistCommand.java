@@ -21,8 +21,10 @@ public final class JdistCommand implements Runnable {
 
     /** Builds the command line with every subcommand registered (used by main and by tests). */
     public static CommandLine commandLine() {
+        FailureHandler failures = new FailureHandler();
         CommandLine cl = new CommandLine(new JdistCommand())
-                .setParameterExceptionHandler(new UsageErrorHandler())
+                .setParameterExceptionHandler(failures)
+                .setExecutionExceptionHandler(failures)
                 // no @file expansion: 'jdist launch -- prog @args.txt' must pass @args.txt to prog untouched
                 .setExpandAtFiles(false);
         ConfigCommand.configure(cl.getSubcommands().get("config"));

@@ -1,6 +1,7 @@
 package dev.jdist.cli;
 
 import dev.jdist.launch.Launcher;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;
@@ -19,7 +20,7 @@ import java.util.concurrent.Callable;
         description = {"Run a program as N ranks, locally or over ssh, with the environment jdist and MLX backends need.",
                 "Run 'jdist launch --help' for every option (MLX's mlx.launch options plus --java, --class-path, ...)."},
         customSynopsis = "jdist launch [options] [--] COMMAND [ARGS...]")
-public final class LaunchCommand implements Callable<Integer> {
+public final class LaunchCommand implements Callable<Integer>, MlxCounterpart {
 
     @Parameters(arity = "0..*", paramLabel = "ARGS", description = "launcher options and the command (see jdist launch --help)")
     List<String> args = new ArrayList<>();
@@ -36,6 +37,11 @@ public final class LaunchCommand implements Callable<Integer> {
                 new dev.jdist.launch.LaunchOptions()).getUsageMessage());
         spec.usageMessage().sectionMap(sections);
         spec.usageMessage().sectionKeys(List.of("jdistLaunchFull"));
+    }
+
+    @Override
+    public String usageLine(CommandLine self) {
+        return dev.jdist.launch.LaunchArguments.USAGE;
     }
 
     @Override

@@ -1,6 +1,9 @@
 package dev.jdist.config;
 
-import dev.jdist.launch.ConsoleLog;
+import dev.jdist.console.CliFailure;
+import dev.jdist.console.ConsoleLog;
+import dev.jdist.hosts.HostEntry;
+import dev.jdist.hosts.Hostfile;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -41,22 +44,15 @@ public final class ClusterConfigurator {
         this.calls = new RemoteCalls(shell, log);
     }
 
+    /**
+     * Configures the cluster and returns the exit status.
+     *
+     * @throws CliFailure with the ERROR lines to print when the cluster cannot be configured as asked
+     */
     public int run() {
-        try {
-            return configure();
-        } catch (ConfigFailure failure) {
-            out.flush();
-            for (String line : failure.lines()) {
-                log.error(line);
-            }
-            return failure.exitCode();
-        }
-    }
-
-    private int configure() {
-        List<ConfigHost> hosts = new ArrayList<>(options.hosts());
-        log.info("Checking for ssh access for " + hosts.stream().map(ConfigHost::ssh).collect(Collectors.joining(", ")));
-        List<AccessCheck.Access> access = AccessCheck.check(shell, hosts.stream().map(ConfigHost::ssh).toList());
+        List<HostEntry> hosts = new ArrayList<>(options.hosts());
+        log.info("Checking for ssh access for " + hosts.stream().map(HostEntry::ssh).collect(Collectors.joining(", ")));
+        List<AccessCheck.Access> access = AccessCheck.check(shell, hosts.stream().map(HostEntry::ssh).toList());
         List<AccessCheck.Access> unreachable = access.stream().filter(a -> !a.reachable()).toList();
         if (!unreachable.isEmpty()) {
             if (!options.ignoreUnreachable()) {
@@ -68,11 +64,11 @@ public final class ClusterConfigurator {
                 unreachable.forEach(a -> lines.add(a.host() + ": " + a.reason()));
                 lines.add("Check each with `ssh -o BatchMode=yes HOST echo success`, or pass --ignore-unreachable"
                         + " to configure the others.");
-                throw new ConfigFailure(lines);
+                throw CliFailure.of(1, lines);
             }
             log.warn("Ignoring hosts that ssh cannot reach: " + unreachable.stream()
                     .map(a -> a.host() + " (" + a.reason() + ")").collect(Collectors.joining(", ")));
-            List<ConfigHost> kept = new ArrayList<>();
+            List<HostEntry> kept = new ArrayList<>();
             List<AccessCheck.Access> keptAccess = new ArrayList<>();
             for (int i = 0; i < hosts.size(); i++) {
                 if (access.get(i).reachable()) {
@@ -83,7 +79,7 @@ public final class ClusterConfigurator {
             hosts = kept;
             access = keptAccess;
             if (hosts.isEmpty()) {
-                throw ConfigFailure.of("No host is left: ssh reached none of them. Set up password-less ssh"
+                throw CliFailure.of(1, "No host is left: ssh reached none of them. Set up password-less ssh"
                         + " (ssh-copy-id HOST) and check each with `ssh -o BatchMode=yes HOST echo success`.");
             }
         }
@@ -93,19 +89,19 @@ public final class ClusterConfigurator {
         return thunderbolt(hosts, access);
     }
 
-    private int ethernet(List<ConfigHost> hosts) {
+    private int ethernet(List<HostEntry> hosts) {
         if (options.dot() || options.backend() != null || options.autoSetup()) {
             log.warn("--dot, --backend and --auto-setup only apply to --over thunderbolt; ignoring them");
         }
         log.info("Preparing an ethernet hostfile");
-        List<ConfigHost> withIps = discoverIps(hosts);
+        List<HostEntry> withIps = discoverIps(hosts);
         writeHostfile(Hostfiles.ethernet(withIps, options.envs()));
         return 0;
     }
 
-    private List<ConfigHost> discoverIps(List<ConfigHost> hosts) {
-        List<ConfigHost> result = new ArrayList<>();
-        for (ConfigHost h : hosts) {
+    private List<HostEntry> discoverIps(List<HostEntry> hosts) {
+        List<HostEntry> result = new ArrayList<>();
+        for (HostEntry h : hosts) {
             log.info("Getting the ip from " + h.ssh());
             Optional<String> ip = platform.primaryIp(calls, h.ssh());
             if (ip.isPresent()) {
@@ -120,9 +116,9 @@ public final class ClusterConfigurator {
         return result;
     }
 
-    private int thunderbolt(List<ConfigHost> hosts, List<AccessCheck.Access> access) {
+    private int thunderbolt(List<HostEntry> hosts, List<AccessCheck.Access> access) {
         log.info("Preparing for communication over thunderbolt");
-        List<String> names = hosts.stream().map(ConfigHost::ssh).toList();
+        List<String> names = hosts.stream().map(HostEntry::ssh).toList();
         ThunderboltTopology topology = new ThunderboltTopology(platform.wiring(calls, names));
         if (options.dot()) {
             out.print(DotWriter.write(topology));
@@ -136,7 +132,7 @@ public final class ClusterConfigurator {
         List<RingSearch.Ring> rings = RingSearch.rings(topology.connectivity());
         boolean mesh = topology.isFullMesh();
         boolean fullRing = RingSearch.isFullRing(rings, topology.size());
-        HostfileDocument hostfile;
+        Hostfile hostfile;
         String backend = options.backend();
         if (backend == null) {
             List<RdmaReport> rdma = rdmaCheck(names, topology, false);
@@ -145,7 +141,7 @@ public final class ClusterConfigurator {
                 List<String> lines = new ArrayList<>(List.of("Neither thunderbolt mesh nor ring found.",
                         "Perhaps run with --dot to generate a plot of the connectivity."));
                 lines.addAll(diagnostics.meshAdvice());
-                throw new ConfigFailure(lines);
+                throw CliFailure.of(1, lines);
             } else if (allRdma && mesh) {
                 hostfile = jaccl(hosts, plan, rdma);
             } else if (allRdma && fullRing) {
@@ -153,7 +149,7 @@ public final class ClusterConfigurator {
             } else if (fullRing) {
                 hostfile = Hostfiles.ring(hosts, plan, rings.getFirst(), options.envs());
             } else {
-                throw ConfigFailure.of("RDMA is not available and ring is not found.",
+                throw CliFailure.of(1, "RDMA is not available and ring is not found.",
                         "Perhaps run with --dot to generate a plot of the connectivity.");
             }
         } else {
@@ -182,21 +178,21 @@ public final class ClusterConfigurator {
         return 0;
     }
 
-    private HostfileDocument jaccl(List<ConfigHost> hosts, IpPlan plan, List<RdmaReport> rdma) {
-        List<ConfigHost> withIps = discoverIps(hosts);
+    private Hostfile jaccl(List<HostEntry> hosts, IpPlan plan, List<RdmaReport> rdma) {
+        List<HostEntry> withIps = discoverIps(hosts);
         return Hostfiles.jaccl(withIps, plan, device(hosts, rdma), options.envs());
     }
 
-    private HostfileDocument jacclRing(List<ConfigHost> hosts, IpPlan plan, RingSearch.Ring ring, List<RdmaReport> rdma) {
-        List<ConfigHost> withIps = discoverIps(hosts);
+    private Hostfile jacclRing(List<HostEntry> hosts, IpPlan plan, RingSearch.Ring ring, List<RdmaReport> rdma) {
+        List<HostEntry> withIps = discoverIps(hosts);
         return Hostfiles.jacclRing(withIps, plan, ring, device(hosts, rdma), options.envs());
     }
 
-    private BiFunction<Integer, String, String> device(List<ConfigHost> hosts, List<RdmaReport> rdma) {
+    private BiFunction<Integer, String, String> device(List<HostEntry> hosts, List<RdmaReport> rdma) {
         return (host, iface) -> {
             String dev = platform.rdmaDevice(rdma.get(host), iface);
             if (dev == null) {
-                throw ConfigFailure.of("No RDMA device of " + hosts.get(host).ssh() + " sits on " + iface
+                throw CliFailure.of(1, "No RDMA device of " + hosts.get(host).ssh() + " sits on " + iface
                         + " (it has " + String.join(", ", rdma.get(host).devices()) + ")", platform.rdmaHelp());
             }
             return dev;
@@ -212,7 +208,7 @@ public final class ClusterConfigurator {
             lines.add("");
             lines.add("Try passing --dot to visualize the connectivity");
             lines.addAll(diagnostics.meshAdvice());
-            throw new ConfigFailure(lines);
+            throw CliFailure.of(1, lines);
         }
     }
 
@@ -227,7 +223,7 @@ public final class ClusterConfigurator {
                 }
             }
             lines.addAll(diagnostics.miswiring());
-            throw new ConfigFailure(lines);
+            throw CliFailure.of(1, lines);
         }
     }
 
@@ -251,7 +247,7 @@ public final class ClusterConfigurator {
             lines.add("");
             lines.add(platform.rdmaHelp());
             if (strict) {
-                throw new ConfigFailure(lines);
+                throw CliFailure.of(1, lines);
             }
             lines.forEach(log::warn);
         }
@@ -306,7 +302,7 @@ public final class ClusterConfigurator {
         out.flush();
     }
 
-    private void writeHostfile(HostfileDocument doc) {
+    private void writeHostfile(Hostfile doc) {
         String json = doc.toJson();
         Path path = options.output();
         if (path == null) {
@@ -319,7 +315,7 @@ public final class ClusterConfigurator {
         try {
             Files.writeString(path, json);
         } catch (IOException e) {
-            throw ConfigFailure.of("Could not write the hostfile to " + path + " (" + e + "); check that the folder exists"
+            throw CliFailure.of(1, "Could not write the hostfile to " + path + " (" + e + "); check that the folder exists"
                     + " and is writable, or choose another --output-hostfile");
         }
         log.info("Wrote the hostfile to " + path);

@@ -1,5 +1,7 @@
 package dev.jdist.config;
 
+import dev.jdist.hosts.HostEntry;
+
 import java.nio.file.Path;
 import java.util.List;
 
@@ -10,7 +12,7 @@ import java.util.List;
  * @param backend  "ring", "jaccl", "jaccl-ring", or null for automatic
  * @param output   where to write the hostfile, or null to print it
  */
-public record ConfigOptions(List<ConfigHost> hosts, String over, String backend, boolean autoSetup, boolean dot,
+public record ConfigOptions(List<HostEntry> hosts, String over, String backend, boolean autoSetup, boolean dot,
         Path output, List<String> envs, boolean ignoreUnreachable, HostPlatform platform) {
     public ConfigOptions {
         hosts = List.copyOf(hosts);

@@ -1,5 +1,8 @@
 package dev.jdist.config;
 
+import dev.jdist.hosts.HostEntry;
+import dev.jdist.hosts.Hostfile;
+
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BiFunction;
@@ -13,10 +16,10 @@ public final class Hostfiles {
      * Ring over Thunderbolt: hosts in ring order; host k's {@code ips} are its first {@code count} addresses
      * on the cables facing its left neighbour; {@code rdma} empty. No IP discovery.
      */
-    public static HostfileDocument ring(List<ConfigHost> hosts, IpPlan plan, RingSearch.Ring ring, List<String> envs) {
+    public static Hostfile ring(List<HostEntry> hosts, IpPlan plan, RingSearch.Ring ring, List<String> envs) {
         List<Integer> v = ring.cycle();
         int n = v.size();
-        List<HostfileDocument.Host> out = new ArrayList<>();
+        List<HostEntry> out = new ArrayList<>();
         for (int k = 0; k < n; k++) {
             int left = v.get(Math.floorMod(k - 1, n));
             List<String> ips = new ArrayList<>();
@@ -24,9 +27,9 @@ public final class Hostfiles {
             for (int c = 0; c < ring.count() && c < ends.size(); c++) {
                 ips.add(ends.get(c).ip());
             }
-            out.add(new HostfileDocument.Host(hosts.get(v.get(k)).ssh(), ips, List.of()));
+            out.add(new HostEntry(hosts.get(v.get(k)).ssh(), ips));
         }
-        return new HostfileDocument("ring", envs, out);
+        return new Hostfile("ring", envs, out);
     }
 
     /**
@@ -35,30 +38,30 @@ public final class Hostfiles {
      *
      * @param device (host index, interface) → RDMA device name ({@code "rdma_" + iface} on macOS)
      */
-    public static HostfileDocument jaccl(List<ConfigHost> hosts, IpPlan plan, BiFunction<Integer, String, String> device,
+    public static Hostfile jaccl(List<HostEntry> hosts, IpPlan plan, BiFunction<Integer, String, String> device,
             List<String> envs) {
         int n = hosts.size();
-        List<HostfileDocument.Host> out = new ArrayList<>();
+        List<HostEntry> out = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             List<Object> row = new ArrayList<>();
             for (int j = 0; j < n; j++) {
                 List<IpPlan.LinkEnd> ends = plan.links(i, j);
                 row.add(i == j || ends.isEmpty() ? null : device.apply(i, ends.getFirst().iface()));
             }
-            out.add(new HostfileDocument.Host(hosts.get(i).ssh(), hosts.get(i).ips(), row));
+            out.add(new HostEntry(hosts.get(i).ssh(), hosts.get(i).ips(), row));
         }
-        return new HostfileDocument("jaccl", envs, out);
+        return new Hostfile("jaccl", envs, out);
     }
 
     /**
      * JACCL ring: hosts in ring order with their (discovered) IPs; row k has, at each ring neighbour's position, the
      * devices of the first {@code count} cables to it (a string when count is 1, a list otherwise), null elsewhere.
      */
-    public static HostfileDocument jacclRing(List<ConfigHost> hosts, IpPlan plan, RingSearch.Ring ring,
+    public static Hostfile jacclRing(List<HostEntry> hosts, IpPlan plan, RingSearch.Ring ring,
             BiFunction<Integer, String, String> device, List<String> envs) {
         List<Integer> v = ring.cycle();
         int n = v.size();
-        List<HostfileDocument.Host> out = new ArrayList<>();
+        List<HostEntry> out = new ArrayList<>();
         for (int k = 0; k < n; k++) {
             int vk = v.get(k);
             int left = v.get(Math.floorMod(k - 1, n));
@@ -77,14 +80,14 @@ public final class Hostfiles {
                 }
                 row.add(ring.count() == 1 ? devices.getFirst() : devices);
             }
-            out.add(new HostfileDocument.Host(hosts.get(vk).ssh(), hosts.get(vk).ips(), row));
+            out.add(new HostEntry(hosts.get(vk).ssh(), hosts.get(vk).ips(), row));
         }
-        return new HostfileDocument("jaccl-ring", envs, out);
+        return new Hostfile("jaccl-ring", envs, out);
     }
 
     /** Ethernet: hosts in input order with their (discovered) IPs, no RDMA, backend "" (launch's default). */
-    public static HostfileDocument ethernet(List<ConfigHost> hosts, List<String> envs) {
-        return new HostfileDocument("", envs,
-                hosts.stream().map(h -> new HostfileDocument.Host(h.ssh(), h.ips(), List.of())).toList());
+    public static Hostfile ethernet(List<HostEntry> hosts, List<String> envs) {
+        return new Hostfile("", envs,
+                hosts.stream().map(h -> new HostEntry(h.ssh(), h.ips())).toList());
     }
 }

@@ -1,5 +1,7 @@
 package dev.jdist.config;
 
+import dev.jdist.console.CliFailure;
+
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -60,7 +62,7 @@ public final class IpPlan {
                 }
                 int k = cables.size();
                 if (k >= capacity) {
-                    throw ConfigFailure.of("Ran out of available local IPs for the Thunderbolt cables: "
+                    throw CliFailure.of(1, "Ran out of available local IPs for the Thunderbolt cables: "
                             + capacity + " cables fit in 192.168.0.0/16 and this cluster has more");
                 }
                 int j = peer.get().host();

@@ -1,6 +1,7 @@
 package dev.jdist.config;
 
-import dev.jdist.launch.ConsoleLog;
+import dev.jdist.console.CliFailure;
+import dev.jdist.console.ConsoleLog;
 import java.time.Duration;
 import java.util.List;
 
@@ -36,11 +37,11 @@ public final class RemoteCalls {
         log.info("Running " + String.join(" ", shell.commandLine(host, args)));
         RemoteShell.Result r = shell.run(host, args, deadline);
         if (r.timedOut()) {
-            throw ConfigFailure.of("`" + shown + "` on " + host + " did not finish within " + deadline.toSeconds()
+            throw CliFailure.of(1, "`" + shown + "` on " + host + " did not finish within " + deadline.toSeconds()
                     + " s; check that " + host + " is responsive (ssh " + host + " " + shown + ")");
         }
         if (r.exitCode() == 255) {
-            throw ConfigFailure.of("ssh to " + host + " failed while running `" + shown + "`: " + r.reason());
+            throw CliFailure.of(1, "ssh to " + host + " failed while running `" + shown + "`: " + r.reason());
         }
         return r;
     }
@@ -49,7 +50,7 @@ public final class RemoteCalls {
     public String output(String host, String... remoteArgs) {
         RemoteShell.Result r = run(host, remoteArgs);
         if (r.exitCode() != 0) {
-            throw ConfigFailure.of("`" + String.join(" ", remoteArgs) + "` failed on " + host + " with exit status "
+            throw CliFailure.of(1, "`" + String.join(" ", remoteArgs) + "` failed on " + host + " with exit status "
                     + r.exitCode() + (r.reason().isEmpty() ? "" : ": " + r.reason()));
         }
         return r.stdout();

@@ -3,6 +3,7 @@ package dev.jdist.config;
 import com.fasterxml.jackson.core.JacksonException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.jdist.console.CliFailure;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -22,19 +23,19 @@ public final class SystemProfilerThunderbolt {
     /**
      * One port per bus entry that has a {@code domain_uuid_key}.
      *
-     * @throws ConfigFailure naming the host and what is wrong when the document is not what macOS writes
+     * @throws CliFailure naming the host and what is wrong when the document is not what macOS writes
      */
     public static HostWiring parse(String host, String json, Map<String, String> hardwarePorts) {
         JsonNode root;
         try {
             root = JSON.readTree(json);
         } catch (JacksonException e) {
-            throw ConfigFailure.of("`" + COMMAND + "` on " + host + " did not print JSON ("
+            throw CliFailure.of(1, "`" + COMMAND + "` on " + host + " did not print JSON ("
                     + e.getOriginalMessage() + "); run it on " + host + " by hand to see what it prints");
         }
         JsonNode buses = root == null ? null : root.get("SPThunderboltDataType");
         if (buses == null || !buses.isArray()) {
-            throw ConfigFailure.of("`" + COMMAND + "` on " + host
+            throw CliFailure.of(1, "`" + COMMAND + "` on " + host
                     + " printed no SPThunderboltDataType array; is " + host + " a Mac with Thunderbolt ports?");
         }
         List<ThunderboltPort> ports = new ArrayList<>();
@@ -47,19 +48,19 @@ public final class SystemProfilerThunderbolt {
             }
             String where = "Thunderbolt bus entry " + index + " (" + uuid + ") of " + host;
             if (text(bus.get("device_name_key")) == null) {
-                throw ConfigFailure.of(where + " has no device_name_key in `" + COMMAND
+                throw CliFailure.of(1, where + " has no device_name_key in `" + COMMAND
                         + "`; the output does not look like macOS's");
             }
             JsonNode tag = bus.get("receptacle_1_tag");
             String receptacle = tag == null ? null : text(tag.get("receptacle_id_key"));
             if (receptacle == null) {
-                throw ConfigFailure.of(where + " has no receptacle_1_tag.receptacle_id_key in `" + COMMAND
+                throw CliFailure.of(1, where + " has no receptacle_1_tag.receptacle_id_key in `" + COMMAND
                         + "`; the output does not look like macOS's");
             }
             String portName = "Thunderbolt " + receptacle;
             String iface = hardwarePorts.get(portName);
             if (iface == null) {
-                throw ConfigFailure.of("`networksetup -listallhardwareports` on " + host + " lists no \""
+                throw CliFailure.of(1, "`networksetup -listallhardwareports` on " + host + " lists no \""
                         + portName + "\" port (it lists " + String.join(", ", hardwarePorts.keySet())
                         + "); add the Thunderbolt ports in System Settings > Network, or check the host");
             }

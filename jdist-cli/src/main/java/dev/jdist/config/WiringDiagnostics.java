@@ -1,6 +1,6 @@
 package dev.jdist.config;
 
-import dev.jdist.launch.ConsoleLog;
+import dev.jdist.console.ConsoleLog;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;

@@ -1,5 +1,7 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
+
 import java.io.File;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
@@ -62,12 +64,12 @@ public final class CommandResolver {
     public static List<String> resolve(List<String> command, String python, String java, String classPath,
                                        List<String> javaOpts, List<String> jdistClassPath) {
         if (command.isEmpty()) {
-            throw new UsageException("No script is provided; give the program to run, e.g. jdist launch -n 2 -- python3 train.py");
+            throw CliFailure.usage("No script is provided; give the program to run, e.g. jdist launch -n 2 -- python3 train.py");
         }
         boolean javaOptions = classPath != null || !javaOpts.isEmpty();
         if (python != null) {
             if (javaOptions) {
-                throw new UsageException("--python cannot be combined with --class-path or --java-opt (those are for Java programs)");
+                throw CliFailure.usage("--python cannot be combined with --class-path or --java-opt (those are for Java programs)");
             }
             List<String> argv = new ArrayList<>();
             argv.add(python);
@@ -88,7 +90,7 @@ public final class CommandResolver {
         }
         if (c0.endsWith(".jar")) {
             if (classPath != null) {
-                throw new UsageException("--class-path cannot be used with a .jar (" + c0 + "): java -jar ignores the class path; "
+                throw CliFailure.usage("--class-path cannot be used with a .jar (" + c0 + "): java -jar ignores the class path; "
                         + "put the dependencies in the jar's Class-Path manifest entry, or run a main class with --class-path "
                         + c0 + " MAIN_CLASS");
             }

@@ -1,5 +1,8 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
+import dev.jdist.hosts.HostEntry;
+
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -31,7 +34,7 @@ public final class EnvironmentPlan {
     /** Checks the backend name (E8). */
     public static void checkBackend(String backend) {
         if (!BACKENDS.contains(backend)) {
-            throw new UsageException(BACKEND_ERROR + ", not '" + backend + "'");
+            throw CliFailure.usage(BACKEND_ERROR + ", not '" + backend + "'");
         }
     }
 
@@ -123,11 +126,11 @@ public final class EnvironmentPlan {
         switch (backend) {
             case "ring" -> {
                 if (connectionsPerIp < 1) {
-                    throw new UsageException("--connections-per-ip must be at least 1, got " + connectionsPerIp);
+                    throw CliFailure.usage("--connections-per-ip must be at least 1, got " + connectionsPerIp);
                 }
                 for (int r = 0; r < hosts.size(); r++) {
                     if (hosts.get(r).ips().isEmpty()) {
-                        throw new UsageException("The ring backend requires IPs to be provided instead of hostnames: host "
+                        throw CliFailure.usage("The ring backend requires IPs to be provided instead of hostnames: host "
                                 + r + " (" + hosts.get(r).ssh() + ") has none; use IP addresses in --hosts, or a hostfile "
                                 + "with \"ips\" for each host");
                     }
@@ -140,11 +143,11 @@ public final class EnvironmentPlan {
                 for (int i = 0; i < n; i++) {
                     HostEntry h = hosts.get(i);
                     if (h.rdma().size() != n) {
-                        throw new UsageException("Malformed hostfile for jaccl backend: host " + i + " (" + h.ssh() + ") has "
+                        throw CliFailure.usage("Malformed hostfile for jaccl backend: host " + i + " (" + h.ssh() + ") has "
                                 + h.rdma().size() + " rdma entries, expected " + n + " (one per rank, null for itself)");
                     }
                     if (h.rdma().get(i) != null) {
-                        throw new UsageException("Malformed hostfile for jaccl backend: host " + i + " (" + h.ssh()
+                        throw CliFailure.usage("Malformed hostfile for jaccl backend: host " + i + " (" + h.ssh()
                                 + ") must have null at rdma[" + i + "] (a host has no link to itself)");
                     }
                 }
@@ -152,13 +155,13 @@ public final class EnvironmentPlan {
             case "mpi" -> {
                 // nothing: mpirun decides
             }
-            default -> throw new UsageException(BACKEND_ERROR + ", not '" + backend + "'");
+            default -> throw CliFailure.usage(BACKEND_ERROR + ", not '" + backend + "'");
         }
     }
 
     private static void requireRankZeroIp(List<HostEntry> hosts) {
         if (hosts.get(0).ips().isEmpty()) {
-            throw new UsageException("Rank 0 should have an IP reachable from all other ranks: host 0 ("
+            throw CliFailure.usage("Rank 0 should have an IP reachable from all other ranks: host 0 ("
                     + hosts.get(0).ssh() + ") has no IP; give it an IP in --hosts or an \"ips\" list in the hostfile");
         }
     }

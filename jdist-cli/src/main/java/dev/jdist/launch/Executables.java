@@ -28,6 +28,11 @@ public final class Executables {
         return Optional.empty();
     }
 
+    /** The ssh the launcher runs to start remote ranks: the first on PATH, else plain {@code ssh}. */
+    public static String ssh() {
+        return onPath("ssh").map(Path::toString).orElse("ssh");
+    }
+
     /** What a helper command printed (stdout and stderr together) and its exit status (124: timed out; 127: could not start). */
     public record Run(int status, String output) {
     }

@@ -1,5 +1,8 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.ConsoleLog;
+import dev.jdist.hosts.HostEntry;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;

@@ -1,5 +1,6 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
@@ -11,7 +12,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.regex.Pattern;
 
 /**
  * Parses {@code jdist launch}'s arguments with MLX's rules (launcher.md §1.3): options and command tokens
@@ -28,7 +28,6 @@ public final class LaunchArguments {
             + "[--tag-output] [--timestamp-output] [--output-dir DIR] [--timeout SECONDS] [--dry-run] [--mlx-compatible] "
             + "[--] COMMAND [ARGS...]";
 
-    private static final Pattern INT = Pattern.compile("\\s*[+-]?[0-9]+\\s*");
     private static final String NEVER = "\u0000jdist-no-end-of-options\u0000";
 
     /** The parsed command line. {@code command} is the final command (a leading {@code --} already removed). */
@@ -99,7 +98,7 @@ public final class LaunchArguments {
                         }
                     }
                     if (matches.size() > 1) {
-                        throw new UsageException("ambiguous option: " + name + " could match " + String.join(", ", matchedNames)
+                        throw CliFailure.usage("ambiguous option: " + name + " could match " + String.join(", ", matchedNames)
                                 + "; write the option name in full");
                     }
                     if (matches.size() == 1) {
@@ -113,14 +112,14 @@ public final class LaunchArguments {
                 String canonical = o.longestName();
                 if (o.usageHelp()) {
                     if (eq >= 0) {
-                        throw new UsageException("argument -h/--help: ignored explicit argument '" + t.substring(eq + 1) + "'");
+                        throw CliFailure.usage("argument -h/--help: ignored explicit argument '" + t.substring(eq + 1) + "'");
                     }
                     help = true;
                     continue;
                 }
                 if (isFlag(o)) {
                     if (eq >= 0) {
-                        throw new UsageException("argument " + canonical + ": ignored explicit argument '" + t.substring(eq + 1)
+                        throw CliFailure.usage("argument " + canonical + ": ignored explicit argument '" + t.substring(eq + 1)
                                 + "' (" + canonical + " is a flag and takes no value)");
                     }
                     head.add(canonical);
@@ -131,7 +130,7 @@ public final class LaunchArguments {
                     head.add(t.substring(eq + 1));
                 } else {
                     if (i + 1 >= args.size()) {
-                        throw new UsageException("argument " + displayName(o) + ": expected one argument");
+                        throw CliFailure.usage("argument " + displayName(o) + ": expected one argument");
                     }
                     head.add(args.get(++i)); // the next token is always the value, even if it starts with '-'
                 }
@@ -149,7 +148,7 @@ public final class LaunchArguments {
                     head.add(v.startsWith("=") ? v.substring(1) : v);
                 } else {
                     if (i + 1 >= args.size()) {
-                        throw new UsageException("argument " + displayName(o) + ": expected one argument");
+                        throw CliFailure.usage("argument " + displayName(o) + ": expected one argument");
                     }
                     head.add(args.get(++i));
                 }
@@ -161,7 +160,7 @@ public final class LaunchArguments {
         try {
             cl.parseArgs(head.toArray(String[]::new));
         } catch (CommandLine.ParameterException e) {
-            throw new UsageException(e.getMessage());
+            throw CliFailure.usage(e.getMessage());
         }
         List<String> command = new ArrayList<>(options.command);
         if (sawDashDash) {
@@ -173,10 +172,10 @@ public final class LaunchArguments {
         if (help) {
             return new Parsed(options, command, true, 1, 1, 32323, 12345, null);
         }
-        int repeat = positive("--repeat-hosts/-n", options.repeatHosts);
-        int cpi = integer("--connections-per-ip", options.connectionsPerIp);
-        int port = integer("--starting-port/-p", options.startingPort);
-        int ncclPort = integer("--nccl-port", options.ncclPort);
+        int repeat = options.target.repeat();
+        int cpi = options.target.connectionsPerIp();
+        int port = options.target.startingPort();
+        int ncclPort = OptionValues.integer("--nccl-port", options.ncclPort);
         Double timeout = null;
         if (options.timeout != null) {
             try {
@@ -185,7 +184,7 @@ public final class LaunchArguments {
                 timeout = Double.NaN;
             }
             if (timeout.isNaN() || timeout <= 0 || timeout.isInfinite()) {
-                throw new UsageException("argument --timeout: invalid positive number of seconds: '" + options.timeout + "'");
+                throw CliFailure.usage("argument --timeout: invalid positive number of seconds: '" + options.timeout + "'");
             }
         }
         return new Parsed(options, command, false, repeat, cpi, port, ncclPort, timeout);
@@ -202,31 +201,5 @@ public final class LaunchArguments {
             return names[1] + "/" + names[0];
         }
         return String.join("/", names);
-    }
-
-    private static int positive(String name, String value) {
-        if (INT.matcher(value).matches()) {
-            try {
-                int v = Integer.parseInt(value.trim());
-                if (v >= 1) {
-                    return v;
-                }
-            } catch (NumberFormatException ignored) {
-                // too large: fall through
-            }
-        }
-        throw new UsageException("argument " + name + ": invalid positive_number value: '" + value
-                + "' (give a whole number >= 1, e.g. -n 4)");
-    }
-
-    private static int integer(String name, String value) {
-        if (INT.matcher(value).matches()) {
-            try {
-                return Integer.parseInt(value.trim());
-            } catch (NumberFormatException ignored) {
-                // too large
-            }
-        }
-        throw new UsageException("argument " + name + ": invalid int value: '" + value + "' (give a whole number)");
     }
 }

@@ -1,5 +1,10 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
+import dev.jdist.console.ConsoleLog;
+import dev.jdist.hosts.HostEntry;
+import dev.jdist.hosts.Hostfile;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -35,17 +40,14 @@ public final class Launcher {
         this.handleSignals = handleSignals;
     }
 
+    /**
+     * Runs the job and returns the launcher's exit status.
+     *
+     * @throws CliFailure for a usage error (before anything starts) or when the job cannot be started
+     */
     public int run(List<String> args) {
         try {
             return launch(args);
-        } catch (UsageException e) {
-            err.println(LaunchArguments.USAGE);
-            err.println("jdist launch: error: " + e.getMessage());
-            err.flush();
-            return 2;
-        } catch (LaunchFailure e) {
-            new ConsoleLog(err, false).error(e.getMessage());
-            return e.exitStatus();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return 130;
@@ -70,7 +72,7 @@ public final class Launcher {
                     Optional<Path> found = Executables.onPath("python3").or(() -> Executables.onPath("python"));
                     if (found.isEmpty()) {
                         out.flush();
-                        throw new LaunchFailure("no python3 or python on PATH; install Python or pass --python PATH", 1);
+                        throw CliFailure.of(1, "no python3 or python on PATH; install Python or pass --python PATH");
                     }
                     py = found.get().toString();
                 }
@@ -83,24 +85,13 @@ public final class Launcher {
         List<String> argv = CommandResolver.resolve(command, o.python, o.java, o.classPath, o.javaOpt,
                 CommandResolver.jdistClassPath());
 
-        List<HostEntry> hosts;
-        String hostfileBackend = "";
-        List<String> hostfileEnvs = List.of();
-        if (o.hostfile != null) {
-            Hostfile hf = Hostfile.read(o.hostfile);
-            hosts = hf.hosts();
-            hostfileBackend = hf.backend();
-            hostfileEnvs = hf.envs();
-        } else {
-            hosts = HostList.parse(o.hosts, p.repeat());
-        }
-        String backend = selectBackend(o.backend, hostfileBackend);
-        EnvironmentPlan.checkBackend(backend);
+        Hostfile hosts = o.target.resolveHosts();
+        String backend = o.target.chooseBackend(hosts, env);
 
         ConsoleLog log = new ConsoleLog(err, o.verbose);
         TerminalSize term = TerminalSize.detect(env);
         String token = o.mlxCompatible || backend.equals("mpi") ? null : newJobToken();
-        EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, hosts, hostfileEnvs, o.env,
+        EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, hosts.hosts(), hosts.envs(), o.ranks.env,
                 term.columns(), term.lines(), o.verbose, p.repeat(), p.connectionsPerIp(), p.startingPort(), p.ncclPort(), token);
 
         if (backend.equals("mpi")) {
@@ -111,7 +102,7 @@ public final class Launcher {
         log.info("Running " + ShellQuote.join(argv));
 
         String cwd = o.cwd != null ? o.cwd : System.getProperty("user.dir");
-        boolean bind = bindToCore(o.bindTo);
+        boolean bind = o.ranks.bindToCore();
         Map<String, Integer> ranksOnHost = new HashMap<>();
         Map<Integer, Integer> cpuSlots = new HashMap<>();
         List<JobSupervisor.RankStart> starts = new ArrayList<>();
@@ -130,36 +121,15 @@ public final class Launcher {
         try {
             sink = new OutputSink(out, err, o.tagOutput, o.timestampOutput, o.outputDir == null ? null : Path.of(o.outputDir));
         } catch (IOException e) {
-            throw new UsageException("--output-dir " + o.outputDir + ": cannot create it (" + e.getMessage() + ")");
+            throw CliFailure.usage("--output-dir " + o.outputDir + ": cannot create it (" + e.getMessage() + ")");
         }
-        String ssh = Executables.onPath("ssh").map(Path::toString).orElse("ssh");
+        String ssh = Executables.ssh();
         JobSupervisor supervisor = new JobSupervisor(log, sink, ssh, in, p.timeoutSeconds());
         if (handleSignals) {
             installSignals(supervisor::signal);
             Runtime.getRuntime().addShutdownHook(new Thread(supervisor::emergencyStop, "jdist-launch-stop"));
         }
         return supervisor.run(starts);
-    }
-
-    private String selectBackend(String option, String hostfileBackend) {
-        if (option != null) {
-            return option;
-        }
-        if (hostfileBackend != null && !hostfileBackend.isEmpty()) {
-            return hostfileBackend;
-        }
-        String pinned = env.get("JDIST_LAUNCH_BACKEND");
-        if (pinned != null && !pinned.isEmpty()) {
-            return pinned;
-        }
-        try {
-            if (dev.jdist.Distributed.isAvailable("nccl")) {
-                return "nccl";
-            }
-        } catch (RuntimeException | LinkageError ignored) {
-            // no usable nccl backend
-        }
-        return "ring";
     }
 
     private static String newJobToken() {
@@ -186,16 +156,9 @@ public final class Launcher {
         out.flush();
     }
 
-    /** {@code --bind-to}: none (default) or core. */
-    static boolean bindToCore(String value) {
-        if (value == null || value.equals("none")) return false;
-        if (value.equals("core")) return true;
-        throw new UsageException("--bind-to must be none or core, got '" + value + "'");
-    }
-
     private int runMpi(EnvironmentPlan.Inputs inputs, LaunchOptions o, List<String> argv, ConsoleLog log) throws InterruptedException {
-        Path mpirun = Executables.onPath("mpirun").orElseThrow(() -> new LaunchFailure(
-                "mpirun not found on PATH (" + System.getenv("PATH") + "); install Open MPI or put its bin directory on PATH", 1));
+        Path mpirun = Executables.onPath("mpirun").orElseThrow(() -> CliFailure.of(1,
+                "mpirun not found on PATH (" + System.getenv("PATH") + "); install Open MPI or put its bin directory on PATH"));
         List<EnvEntry> entries = new ArrayList<>(MpiLaunch.discover(mpirun));
         entries.addAll(EnvironmentPlan.commonEntries(inputs, false, new ArrayList<>()));
         List<String> words = MpiLaunch.mpiArgWords(o.mpiArg);
@@ -205,7 +168,7 @@ public final class Launcher {
             hostfile = Files.createTempFile("jdist-mpi-hosts-", ".txt");
             Files.writeString(hostfile, MpiLaunch.hostfile(inputs.hosts()));
         } catch (IOException e) {
-            throw new LaunchFailure("cannot write the temporary MPI hostfile: " + e.getMessage(), 1);
+            throw CliFailure.of(1, "cannot write the temporary MPI hostfile: " + e.getMessage());
         }
         try {
             List<String> cmd = MpiLaunch.argv(mpirun.toString(), ompi4, hostfile.toString(), o.cwd, entries, words, argv);
@@ -222,7 +185,7 @@ public final class Launcher {
             try {
                 proc = new ProcessBuilder(cmd).inheritIO().start();
             } catch (IOException e) {
-                throw new LaunchFailure("cannot start " + mpirun + ": " + e.getMessage(), 1);
+                throw CliFailure.of(1, "cannot start " + mpirun + ": " + e.getMessage());
             }
             int[] signal = {0};
             if (handleSignals) {

@@ -1,5 +1,8 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
+import dev.jdist.hosts.HostEntry;
+
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -79,7 +82,7 @@ public final class MpiLaunch {
             try {
                 out.addAll(ShellQuote.split(a));
             } catch (IllegalArgumentException e) {
-                throw new UsageException("--mpi-arg '" + a + "': " + e.getMessage() + "; close the quote or escape it");
+                throw CliFailure.usage("--mpi-arg '" + a + "': " + e.getMessage() + "; close the quote or escape it");
             }
         }
         return out;

@@ -1,5 +1,7 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.ConsoleLog;
+
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -22,8 +24,6 @@ import java.util.Map;
  * within a rank are unchanged.
  */
 public final class OutputSink {
-    /** One lock for everything written to the launcher's stdout and stderr, so chunks and report lines never interleave. */
-    public static final Object LOCK = new Object();
     private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss.SSS");
 
     private final OutputStream out;
@@ -62,7 +62,7 @@ public final class OutputSink {
                 return;
             }
             long now = System.nanoTime();
-            synchronized (LOCK) {
+            synchronized (ConsoleLog.LOCK) {
                 for (var it = partialSince.entrySet().iterator(); it.hasNext(); ) {
                     var e = it.next();
                     if (now - e.getValue() >= PARTIAL_LINE_MILLIS * 1_000_000L) {
@@ -75,7 +75,7 @@ public final class OutputSink {
         }
     }
 
-    /** Writes and clears the held partial line of {@code key} (caller holds LOCK). */
+    /** Writes and clears the held partial line of {@code key} (caller holds ConsoleLog.LOCK). */
     private void writePartial(String key) {
         ByteArrayOutputStream held = partial.get(key);
         if (held == null || held.size() == 0) {
@@ -94,7 +94,7 @@ public final class OutputSink {
     /** Forwards {@code n} bytes of rank {@code rank}'s stream ({@code stderr} or stdout). */
     public void write(int rank, boolean stderr, byte[] buf, int off, int n) {
         String key = rank + (stderr ? "e" : "o");
-        synchronized (LOCK) {
+        synchronized (ConsoleLog.LOCK) {
             try {
                 if (outputDir != null) {
                     OutputStream f = files.get(key);
@@ -151,7 +151,7 @@ public final class OutputSink {
     /** Ends rank {@code rank}'s stream: a last line without newline is emitted with one. */
     public void close(int rank, boolean stderr) {
         String key = rank + (stderr ? "e" : "o");
-        synchronized (LOCK) {
+        synchronized (ConsoleLog.LOCK) {
             try {
                 if (!tag && !timestamp) {
                     partialSince.remove(key);
@@ -185,7 +185,7 @@ public final class OutputSink {
         if (outputDir == null) {
             return;
         }
-        synchronized (LOCK) {
+        synchronized (ConsoleLog.LOCK) {
             for (boolean stderr : new boolean[]{false, true}) {
                 String key = rank + (stderr ? "e" : "o");
                 if (!files.containsKey(key)) {

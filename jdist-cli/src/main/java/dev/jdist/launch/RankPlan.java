@@ -1,5 +1,7 @@
 package dev.jdist.launch;
 
+import dev.jdist.hosts.HostEntry;
+
 import java.util.List;
 
 /**

@@ -1,5 +1,7 @@
 package dev.jdist.launch;
 
+import dev.jdist.hosts.HostEntry;
+
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;

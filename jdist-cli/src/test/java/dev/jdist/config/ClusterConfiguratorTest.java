@@ -1,6 +1,8 @@
 package dev.jdist.config;
 
-import dev.jdist.launch.ConsoleLog;
+import dev.jdist.console.CliFailure;
+import dev.jdist.console.ConsoleLog;
+import dev.jdist.hosts.HostEntry;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,8 +35,13 @@ class ClusterConfiguratorTest {
 
         Run exec(ConfigOptions options, String stdin) {
             var log = new ConsoleLog(new PrintStream(err, true, StandardCharsets.UTF_8), true, false);
-            exit = new ClusterConfigurator(options, shell, log, new PrintStream(out, true, StandardCharsets.UTF_8),
-                    new BufferedReader(new StringReader(stdin))).run();
+            try {
+                exit = new ClusterConfigurator(options, shell, log, new PrintStream(out, true, StandardCharsets.UTF_8),
+                        new BufferedReader(new StringReader(stdin))).run();
+            } catch (CliFailure failure) {
+                failure.lines().forEach(log::error); // as jdist config prints it (dev.jdist.cli.FailureHandler)
+                exit = failure.exitStatus();
+            }
             return this;
         }
 
@@ -47,7 +54,7 @@ class ClusterConfiguratorTest {
         }
     }
 
-    static ConfigOptions tb(List<ConfigHost> hosts, String backend, boolean auto, Path output) {
+    static ConfigOptions tb(List<HostEntry> hosts, String backend, boolean auto, Path output) {
         return new ConfigOptions(hosts, "thunderbolt", backend, auto, false, output, List.of(), false, new MacOsPlatform());
     }
 
@@ -222,7 +229,7 @@ class ClusterConfiguratorTest {
     @Test
     void ethernetHostfileAppendsTheDiscoveredAddresses(@TempDir Path dir) throws Exception {
         Path out = dir.resolve("hosts.json");
-        List<ConfigHost> hosts = new ArrayList<>(MacFixtures.hosts("h0", "h1"));
+        List<HostEntry> hosts = new ArrayList<>(MacFixtures.hosts("h0", "h1"));
         Run run = new Run("mesh3").exec(new ConfigOptions(hosts, "ethernet", "jaccl", false, false, out,
                 List.of("MLX_METAL_FAST_SYNCH=1"), false, new MacOsPlatform()), "");
         assertThat(run.exit).as(run.err()).isZero();

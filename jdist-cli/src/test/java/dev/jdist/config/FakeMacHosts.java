@@ -1,6 +1,7 @@
 package dev.jdist.config;
 
 import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.JdistCli;
 import dev.jdist.testing.NetnsCluster;
 
 import java.io.IOException;
@@ -8,8 +9,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -22,7 +21,6 @@ import java.util.Map;
  * {@code no-passwordless-sudo} file, else records and runs the command.
  */
 final class FakeMacHosts implements AutoCloseable {
-    static final Path JAR = Path.of("target/jdist.jar").toAbsolutePath();
     static final Duration RUN_TIMEOUT = Duration.ofSeconds(120);
 
     final NetnsCluster cluster;
@@ -103,11 +101,8 @@ final class FakeMacHosts implements AutoCloseable {
 
     /** {@link #jdist} with a working directory (for {@code jdist launch}, whose ranks start in the same folder). */
     static CommandResult jdistIn(NetnsCluster cluster, Path cwd, String... args) {
-        List<String> argv = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-jar", JAR.toString()));
-        argv.addAll(Arrays.asList(args));
-        return CommandResult.run(cwd == null ? RUN_TIMEOUT : Duration.ofSeconds(400), cwd,
-                Map.of("PATH", cluster.launcherPath(), "NO_COLOR", "1"), null, argv);
+        return JdistCli.run(cwd == null ? RUN_TIMEOUT : Duration.ofSeconds(400), cwd,
+                Map.of("PATH", cluster.launcherPath(), "NO_COLOR", "1"), null, args);
     }
 
     @Override

@@ -1,5 +1,8 @@
 package dev.jdist.config;
 
+import dev.jdist.console.CliFailure;
+import dev.jdist.hosts.HostEntry;
+import dev.jdist.hosts.Hostfile;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -65,13 +68,13 @@ class IpPlanAndHostfileTest {
         assertThat(IpPlan.of(parallelCables(IpPlan.MAX_CABLES)).cables()).hasSize(16384);
         assertThat(IpPlan.of(parallelCables(IpPlan.MAX_CABLES)).links(0, 1).getLast().ip()).isEqualTo("192.168.255.253");
         assertThatThrownBy(() -> IpPlan.of(parallelCables(IpPlan.MAX_CABLES + 1)))
-                .isInstanceOf(ConfigFailure.class).hasMessageContaining("Ran out of available local IPs");
+                .isInstanceOf(CliFailure.class).hasMessageContaining("Ran out of available local IPs");
     }
 
     @Test
     void ringHostfileOfTheSpecExampleByteForByte() {
         ThunderboltTopology t = MacFixtures.topology("two", "mac-a", "mac-b");
-        HostfileDocument doc = Hostfiles.ring(MacFixtures.hosts("mac-a", "mac-b"), IpPlan.of(t),
+        Hostfile doc = Hostfiles.ring(MacFixtures.hosts("mac-a", "mac-b"), IpPlan.of(t),
                 RingSearch.rings(t.connectivity()).getFirst(), List.of());
         assertThat(doc.toJson()).isEqualTo("""
                 {
@@ -99,7 +102,7 @@ class IpPlanAndHostfileTest {
     @Test
     void jacclHostfileOfTheSpecExampleByteForByte() {
         ThunderboltTopology t = MacFixtures.topology("two", "mac-a", "mac-b");
-        List<ConfigHost> hosts = List.of(new ConfigHost("mac-a", List.of("10.0.0.11")), new ConfigHost("mac-b", List.of("10.0.0.12")));
+        List<HostEntry> hosts = List.of(new HostEntry("mac-a", List.of("10.0.0.11")), new HostEntry("mac-b", List.of("10.0.0.12")));
         assertThat(Hostfiles.jaccl(hosts, IpPlan.of(t), MAC_DEVICE, List.of()).toJson()).isEqualTo("""
                 {
                     "backend": "jaccl",
@@ -133,13 +136,13 @@ class IpPlanAndHostfileTest {
     void threeHostMeshRingAndJacclRows() {
         ThunderboltTopology t = MacFixtures.topology("mesh3", "h0", "h1", "h2");
         IpPlan plan = IpPlan.of(t);
-        List<ConfigHost> hosts = MacFixtures.hosts("h0", "h1", "h2");
-        HostfileDocument ring = Hostfiles.ring(hosts, plan, RingSearch.rings(t.connectivity()).getFirst(), List.of());
-        assertThat(ring.hosts()).extracting(HostfileDocument.Host::ssh).containsExactly("h0", "h1", "h2");
-        assertThat(ring.hosts()).extracting(HostfileDocument.Host::ips)
+        List<HostEntry> hosts = MacFixtures.hosts("h0", "h1", "h2");
+        Hostfile ring = Hostfiles.ring(hosts, plan, RingSearch.rings(t.connectivity()).getFirst(), List.of());
+        assertThat(ring.hosts()).extracting(HostEntry::ssh).containsExactly("h0", "h1", "h2");
+        assertThat(ring.hosts()).extracting(HostEntry::ips)
                 .containsExactly(List.of("192.168.0.5"), List.of("192.168.0.2"), List.of("192.168.0.10"));
-        HostfileDocument jaccl = Hostfiles.jaccl(hosts, plan, MAC_DEVICE, List.of());
-        assertThat(jaccl.hosts()).extracting(HostfileDocument.Host::rdma).containsExactly(
+        Hostfile jaccl = Hostfiles.jaccl(hosts, plan, MAC_DEVICE, List.of());
+        assertThat(jaccl.hosts()).extracting(HostEntry::rdma).containsExactly(
                 java.util.Arrays.asList(null, "rdma_en2", "rdma_en3"),
                 java.util.Arrays.asList("rdma_en2", null, "rdma_en3"),
                 java.util.Arrays.asList("rdma_en2", "rdma_en3", null));
@@ -150,13 +153,13 @@ class IpPlanAndHostfileTest {
         ThunderboltTopology t = MacFixtures.topology("ring4", "r0", "r1", "r2", "r3");
         IpPlan plan = IpPlan.of(t);
         RingSearch.Ring ring = RingSearch.rings(t.connectivity()).getFirst();
-        List<ConfigHost> hosts = MacFixtures.hosts("r0", "r1", "r2", "r3");
-        assertThat(Hostfiles.ring(hosts, plan, ring, List.of()).hosts()).extracting(HostfileDocument.Host::ips).containsExactly(
+        List<HostEntry> hosts = MacFixtures.hosts("r0", "r1", "r2", "r3");
+        assertThat(Hostfiles.ring(hosts, plan, ring, List.of()).hosts()).extracting(HostEntry::ips).containsExactly(
                 List.of("192.168.0.9", "192.168.0.13"), List.of("192.168.0.2", "192.168.0.6"),
                 List.of("192.168.0.18", "192.168.0.22"), List.of("192.168.0.26", "192.168.0.30"));
         List<Object> pairA = List.of("rdma_en2", "rdma_en3");
         List<Object> pairB = List.of("rdma_en4", "rdma_en5");
-        assertThat(Hostfiles.jacclRing(hosts, plan, ring, MAC_DEVICE, List.of()).hosts()).extracting(HostfileDocument.Host::rdma)
+        assertThat(Hostfiles.jacclRing(hosts, plan, ring, MAC_DEVICE, List.of()).hosts()).extracting(HostEntry::rdma)
                 .containsExactly(
                         java.util.Arrays.asList(null, pairA, null, pairB),
                         java.util.Arrays.asList(pairA, null, pairB, null),
@@ -178,14 +181,14 @@ class IpPlanAndHostfileTest {
                 new HostWiring("w3", List.of(port("en2", "W3a", "W1b"), port("en3", "W3b", "W0b"))));
         ThunderboltTopology t = new ThunderboltTopology(w);
         RingSearch.Ring ring = RingSearch.rings(t.connectivity()).getFirst();
-        HostfileDocument doc = Hostfiles.ring(MacFixtures.hosts("w0", "w1", "w2", "w3"), IpPlan.of(t), ring, List.of());
-        assertThat(doc.hosts()).extracting(HostfileDocument.Host::ssh).containsExactly("w0", "w2", "w1", "w3");
+        Hostfile doc = Hostfiles.ring(MacFixtures.hosts("w0", "w1", "w2", "w3"), IpPlan.of(t), ring, List.of());
+        assertThat(doc.hosts()).extracting(HostEntry::ssh).containsExactly("w0", "w2", "w1", "w3");
     }
 
     @Test
     void ethernetHostfileAndNonAsciiEscaping() {
-        HostfileDocument doc = Hostfiles.ethernet(List.of(new ConfigHost("h\u00e9", List.of("10.9.9.9", "10.0.0.99")),
-                new ConfigHost("b", List.of())), List.of());
+        Hostfile doc = Hostfiles.ethernet(List.of(new HostEntry("h\u00e9", List.of("10.9.9.9", "10.0.0.99")),
+                new HostEntry("b", List.of())), List.of());
         assertThat(doc.toJson()).isEqualTo("""
                 {
                     "backend": "",

@@ -1,6 +1,6 @@
 package dev.jdist.config;
 
-import dev.jdist.launch.ConsoleLog;
+import dev.jdist.console.ConsoleLog;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;

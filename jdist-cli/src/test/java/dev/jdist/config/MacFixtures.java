@@ -1,5 +1,7 @@
 package dev.jdist.config;
 
+import dev.jdist.hosts.HostEntry;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -35,7 +37,7 @@ final class MacFixtures {
         return new ThunderboltTopology(wirings);
     }
 
-    static List<ConfigHost> hosts(String... names) {
-        return java.util.Arrays.stream(names).map(n -> new ConfigHost(n, List.of())).toList();
+    static List<HostEntry> hosts(String... names) {
+        return java.util.Arrays.stream(names).map(n -> new HostEntry(n, List.of())).toList();
     }
 }

@@ -1,5 +1,6 @@
 package dev.jdist.config;
 
+import dev.jdist.console.CliFailure;
 import org.junit.jupiter.api.Test;
 
 import java.util.Map;
@@ -59,7 +60,7 @@ class ThunderboltParsingTest {
     @Test
     void errorsNameTheHostAndTheProblem() {
         assertThatThrownBy(() -> SystemProfilerThunderbolt.parse("mac-z", "command not found", Map.of()))
-                .isInstanceOf(ConfigFailure.class).hasMessageContaining("mac-z").hasMessageContaining("did not print JSON");
+                .isInstanceOf(CliFailure.class).hasMessageContaining("mac-z").hasMessageContaining("did not print JSON");
         assertThatThrownBy(() -> SystemProfilerThunderbolt.parse("mac-z", "{}", Map.of()))
                 .hasMessageContaining("mac-z").hasMessageContaining("SPThunderboltDataType");
         assertThatThrownBy(() -> SystemProfilerThunderbolt.parse("mac-z",

@@ -1,5 +1,6 @@
 package dev.jdist.launch;
 
+import dev.jdist.hosts.HostList;
 import dev.jdist.testing.CommandResult;
 import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.Test;

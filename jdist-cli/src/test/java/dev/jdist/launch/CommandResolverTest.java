@@ -1,5 +1,6 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -25,7 +26,7 @@ class CommandResolverTest {
         assertThat(CommandResolver.resolve(List.of("app.jar", "x"), null, "/j", null, List.of(), CORE))
                 .containsExactly("/j", "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-jar", "app.jar", "x");
         assertThatThrownBy(() -> CommandResolver.resolve(List.of("app.jar"), null, "/j", "cp", List.of(), CORE))
-                .isInstanceOf(UsageException.class).hasMessageContaining("--class-path").hasMessageContaining(".jar");
+                .isInstanceOf(CliFailure.class).hasMessageContaining("--class-path").hasMessageContaining(".jar");
     }
 
     @Test

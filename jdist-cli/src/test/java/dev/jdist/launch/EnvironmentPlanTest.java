@@ -1,5 +1,9 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
+import dev.jdist.hosts.HostEntry;
+import dev.jdist.hosts.HostList;
+import dev.jdist.hosts.Hostfile;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
@@ -71,7 +75,7 @@ class EnvironmentPlanTest {
     @Test
     void ringNeedsIps() {
         assertThatThrownBy(() -> EnvironmentPlan.plan(inputs("ring", HostList.parse("node1,node2", 1))))
-                .isInstanceOf(UsageException.class)
+                .isInstanceOf(CliFailure.class)
                 .hasMessageContaining("The ring backend requires IPs to be provided instead of hostnames")
                 .hasMessageContaining("node1");
         assertThatThrownBy(() -> EnvironmentPlan.plan(new EnvironmentPlan.Inputs("ring", HostList.parse("127.0.0.1", 2),

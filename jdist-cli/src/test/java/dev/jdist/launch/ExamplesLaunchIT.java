@@ -3,20 +3,17 @@ package dev.jdist.launch;
 import dev.jdist.spi.Backend;
 import dev.jdist.testing.CommandResult;
 import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.JdistCli;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.ServiceLoader;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -31,26 +28,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Timeout(600)
 class ExamplesLaunchIT {
     static Path root;
-    static Path jar;
 
     @BeforeAll
     static void locate() {
-        Path dir = Path.of(System.getProperty("user.dir")).toAbsolutePath();
-        while (dir != null && !Files.exists(dir.resolve("examples/AllSum.java"))) dir = dir.getParent();
-        assertThat(dir).as("repository root above " + System.getProperty("user.dir")).isNotNull();
-        root = dir;
-        jar = root.resolve("jdist-cli/target/jdist.jar");
-        assertThat(jar).as("the shaded jar (built by the package phase)").exists();
+        root = JdistCli.repoRoot();
+        assertThat(JdistCli.JAR).as("the shaded jar (built by the package phase)").exists();
         boolean ring = ServiceLoader.load(Backend.class).stream().anyMatch(p -> p.get().name().equals("ring"));
         assertThat(ring).as("the ring backend is registered (META-INF/services/dev.jdist.spi.Backend)").isTrue();
     }
 
     private static CommandResult launch(int n, String example) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-jar", jar.toString(),
-                "launch", "-n", String.valueOf(n), "--starting-port", String.valueOf(FreePorts.block(n)),
-                "examples/" + example));
-        CommandResult r = CommandResult.run(Duration.ofSeconds(400), root, Map.of(), null, cmd);
+        CommandResult r = JdistCli.run(Duration.ofSeconds(400), root, Map.of(), null,
+                "launch", "-n", String.valueOf(n), "--starting-port", String.valueOf(FreePorts.block(n)), "examples/" + example);
         assertThat(r.timedOut()).as("launch timed out; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isFalse();
         assertThat(r.exitCode()).as("launch exit status; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
         return r;

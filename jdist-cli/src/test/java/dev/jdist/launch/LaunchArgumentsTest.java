@@ -1,5 +1,6 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -54,7 +55,7 @@ class LaunchArgumentsTest {
     @Test
     void npIsMinusNWithValueP() {
         assertThatThrownBy(() -> parse("-np", "2", "x"))
-                .isInstanceOf(UsageException.class)
+                .isInstanceOf(CliFailure.class)
                 .hasMessageContaining("argument --repeat-hosts/-n: invalid positive_number value: 'p'");
     }
 
@@ -77,18 +78,18 @@ class LaunchArgumentsTest {
     void unambiguousPrefixesAreAccepted() {
         var p = parse("--verb", "--hostf=h.json", "--conn", "2", "--class", "cp", "Main");
         assertThat(p.options().verbose).isTrue();
-        assertThat(p.options().hostfile).isEqualTo("h.json");
+        assertThat(p.options().target.hostfile).isEqualTo("h.json");
         assertThat(p.connectionsPerIp()).isEqualTo(2);
         assertThat(p.options().classPath).isEqualTo("cp");
         assertThat(p.command()).containsExactly("Main");
-        assertThat(parse("--hosts", "a", "x").options().hosts).isEqualTo("a"); // exact name wins over --hostfile
+        assertThat(parse("--hosts", "a", "x").options().target.hosts).isEqualTo("a"); // exact name wins over --hostfile
     }
 
     @ParameterizedTest
     @CsvSource({"--host,'--hosts, --hostfile'", "--print,'--print-python, --print-java'", "--p,--python"})
     void ambiguousPrefixesAreUsageErrors(String opt, String candidates) {
         assertThatThrownBy(() -> parse(opt, "v", "x"))
-                .isInstanceOf(UsageException.class)
+                .isInstanceOf(CliFailure.class)
                 .hasMessageContaining("ambiguous option: " + opt + " could match ")
                 .hasMessageContaining(candidates);
     }
@@ -97,7 +98,7 @@ class LaunchArgumentsTest {
     void theTokenAfterAValueOptionIsAlwaysItsValue() {
         var p = parse("--mpi-arg", "--allow-run-as-root", "--env", "-n", "--java-opt", "-Xmx1g", "x");
         assertThat(p.options().mpiArg).containsExactly("--allow-run-as-root");
-        assertThat(p.options().env).containsExactly("-n");
+        assertThat(p.options().ranks.env).containsExactly("-n");
         assertThat(p.options().javaOpt).containsExactly("-Xmx1g");
         assertThat(p.command()).containsExactly("x");
     }
@@ -105,12 +106,12 @@ class LaunchArgumentsTest {
     @Test
     void repeatableOptionsAccumulateInOrder() {
         var p = parse("--env", "A=1", "x", "--env", "B=2", "--env=A=3");
-        assertThat(p.options().env).containsExactly("A=1", "B=2", "A=3");
+        assertThat(p.options().ranks.env).containsExactly("A=1", "B=2", "A=3");
     }
 
     @Test
     void flagsTakeNoValue() {
-        assertThatThrownBy(() -> parse("--verbose=1", "x")).isInstanceOf(UsageException.class)
+        assertThatThrownBy(() -> parse("--verbose=1", "x")).isInstanceOf(CliFailure.class)
                 .hasMessageContaining("--verbose").hasMessageContaining("'1'");
     }
 
@@ -130,7 +131,7 @@ class LaunchArgumentsTest {
     @Test
     void defaults() {
         var p = parse("x");
-        assertThat(p.options().hosts).isEqualTo("127.0.0.1");
+        assertThat(p.options().target.hosts).isEqualTo("127.0.0.1");
         assertThat(p.repeat()).isEqualTo(1);
         assertThat(p.startingPort()).isEqualTo(32323);
         assertThat(p.ncclPort()).isEqualTo(12345);

@@ -2,12 +2,12 @@ package dev.jdist.launch;
 
 import dev.jdist.testing.CommandResult;
 import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.JdistCli;
 import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -28,7 +28,7 @@ class LocalLaunchIT {
 
     @Test
     void everyLineOfEveryRankArrives() {
-        CommandResult r = JdistCli.run(T, RING, null, null, "-n", "4", "--",
+        CommandResult r = JdistCli.launch(T, RING, null, null, "-n", "4", "--",
                 "sh", "-c", "i=0; while [ $i -lt 300 ]; do echo \"r$MLX_RANK l$i\"; i=$((i+1)); done; echo \"e$MLX_RANK\" >&2");
         assertThat(r.exitCode()).as(r.toString()).isZero();
         List<String> lines = JdistCli.lines(r.stdout());
@@ -48,7 +48,7 @@ class LocalLaunchIT {
     @Test
     void shortLivedRanksLoseNoOutput() {
         for (int attempt = 0; attempt < 3; attempt++) {
-            CommandResult r = JdistCli.run(T, RING, null, null, "-n", "3", "--", "echo", "x");
+            CommandResult r = JdistCli.launch(T, RING, null, null, "-n", "3", "--", "echo", "x");
             assertThat(r.exitCode()).isZero();
             assertThat(JdistCli.lines(r.stdout())).containsExactly("x", "x", "x");
         }
@@ -57,13 +57,13 @@ class LocalLaunchIT {
     @Test
     void atFileArgumentsReachTheProgramUntouched(@TempDir Path dir) throws Exception {
         Path f = Files.writeString(dir.resolve("args.txt"), "expanded\n");
-        CommandResult r = JdistCli.run(T, RING, null, null, "--", "echo", "@" + f);
+        CommandResult r = JdistCli.launch(T, RING, null, null, "--", "echo", "@" + f);
         assertThat(r.stdout().trim()).isEqualTo("@" + f);
     }
 
     @Test
     void singleRankRuns() {
-        CommandResult r = JdistCli.run(T, Map.of("JDIST_LAUNCH_BACKEND", "ring", "MLX_HOSTFILE", "/inherited"), null, null,
+        CommandResult r = JdistCli.launch(T, Map.of("JDIST_LAUNCH_BACKEND", "ring", "MLX_HOSTFILE", "/inherited"), null, null,
                 "sh", "-c", "echo \"rank=$MLX_RANK hostfile=${MLX_HOSTFILE:-none}\"");
         assertThat(r.exitCode()).as(r.toString()).isZero();
         assertThat(r.stdout().trim()).isEqualTo("rank=0 hostfile=none");
@@ -71,7 +71,7 @@ class LocalLaunchIT {
 
     @Test
     void stdinIsBroadcastAndItsEndReachesEveryRank() {
-        CommandResult r = JdistCli.run(T, RING, "hello\nworld\n", null, "-n", "3", "--", "cat");
+        CommandResult r = JdistCli.launch(T, RING, "hello\nworld\n", null, "-n", "3", "--", "cat");
         assertThat(r.exitCode()).as(r.toString()).isZero();
         List<String> lines = JdistCli.lines(r.stdout());
         assertThat(lines).hasSize(6);
@@ -82,7 +82,7 @@ class LocalLaunchIT {
     @Test
     void aFailingRankEndsTheOthersAndSetsTheExitStatus() throws Exception {
         String mark = JdistCli.sleepMarker();
-        CommandResult r = JdistCli.run(T, RING, null, null, "-n", "4", "--", "sh", "-c",
+        CommandResult r = JdistCli.launch(T, RING, null, null, "-n", "4", "--", "sh", "-c",
                 "if [ $MLX_RANK = 2 ]; then sleep 1; echo last words; exit 3; fi; sleep " + mark + " & wait");
         assertThat(r.exitCode()).as(r.toString()).isEqualTo(3);
         assertThat(r.stdout()).contains("last words");
@@ -99,7 +99,7 @@ class LocalLaunchIT {
     void aRankIgnoringSigtermIsKilledAfterTheGracePeriod() throws Exception {
         String mark = JdistCli.sleepMarker();
         long t0 = System.nanoTime();
-        CommandResult r = JdistCli.run(T, RING, null, null, "-n", "2", "--", "sh", "-c",
+        CommandResult r = JdistCli.launch(T, RING, null, null, "-n", "2", "--", "sh", "-c",
                 "if [ $MLX_RANK = 1 ]; then sleep 1; exit 5; fi; trap '' TERM; while :; do sleep " + mark + "; done");
         assertThat(r.exitCode()).as(r.toString()).isEqualTo(5);
         assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(60));
@@ -113,7 +113,7 @@ class LocalLaunchIT {
         for (String sig : List.of("INT", "TERM")) {
             String mark = JdistCli.sleepMarker();
             Path d = Files.createDirectories(dir.resolve(sig));
-            Process p = JdistCli.start(d, RING, "-n", "3", "--", "sh", "-c", "echo ready; sleep " + mark + " & wait");
+            Process p = JdistCli.startLaunch(d, RING, "-n", "3", "--", "sh", "-c", "echo ready; sleep " + mark + " & wait");
             assertThat(JdistCli.await(Duration.ofSeconds(60),
                     () -> JdistCli.lines(JdistCli.read(d.resolve("stdout"))).size() == 3)).isTrue();
             JdistCli.signal(p, sig);
@@ -129,7 +129,7 @@ class LocalLaunchIT {
 
     @Test
     void cwdAndEnv(@TempDir Path dir) {
-        CommandResult r = JdistCli.run(T, RING, null, null, "-n", "2", "--cwd", dir.toString(),
+        CommandResult r = JdistCli.launch(T, RING, null, null, "-n", "2", "--cwd", dir.toString(),
                 "--env", "A=$HOME x", "--env", "K=v=w", "--env", "1X=2", "--env", "EMPTY", "--",
                 "sh", "-c", "echo \"$(pwd)|$A|$K|${EMPTY-unset}|$MLX_RANK\"");
         assertThat(r.exitCode()).as(r.toString()).isZero();
@@ -142,7 +142,7 @@ class LocalLaunchIT {
 
     @Test
     void missingCwdIsReportedAndTheJobStillRuns() {
-        CommandResult r = JdistCli.run(T, RING, null, null, "--cwd", "/no/such/dir", "--", "echo", "ran");
+        CommandResult r = JdistCli.launch(T, RING, null, null, "--cwd", "/no/such/dir", "--", "echo", "ran");
         assertThat(r.exitCode()).isZero();
         assertThat(r.stderr()).contains("Failed to change directory to /no/such/dir");
         assertThat(r.stdout().trim()).isEqualTo("ran");
@@ -150,7 +150,7 @@ class LocalLaunchIT {
 
     @Test
     void aMissingProgramFailsWith127() {
-        CommandResult r = JdistCli.run(T, RING, null, null, "-n", "2", "--", "no-such-program-jdist");
+        CommandResult r = JdistCli.launch(T, RING, null, null, "-n", "2", "--", "no-such-program-jdist");
         assertThat(r.exitCode()).as(r.toString()).isEqualTo(127);
         assertThat(r.stderr()).contains("no-such-program-jdist").contains("not found").contains("exited with code 127");
     }
@@ -158,7 +158,7 @@ class LocalLaunchIT {
     @Test
     void timeoutEndsTheJob() {
         String mark = JdistCli.sleepMarker();
-        CommandResult r = JdistCli.run(T, RING, null, null, "--timeout", "2", "-n", "2", "--", "sleep", mark);
+        CommandResult r = JdistCli.launch(T, RING, null, null, "--timeout", "2", "-n", "2", "--", "sleep", mark);
         assertThat(r.exitCode()).isEqualTo(124);
         assertThat(r.stderr()).contains("--timeout 2").contains("was killed");
         assertThat(JdistCli.processesWith(mark)).isEmpty();
@@ -167,28 +167,28 @@ class LocalLaunchIT {
     @Test
     void tagOutputAndPerRankFiles(@TempDir Path dir) throws Exception {
         Path logs = dir.resolve("logs");
-        CommandResult r = JdistCli.run(T, RING, null, null, "--tag-output", "--output-dir", logs.toString(), "-n", "2", "--",
+        CommandResult r = JdistCli.launch(T, RING, null, null, "--tag-output", "--output-dir", logs.toString(), "-n", "2", "--",
                 "sh", "-c", "echo one; printf two; echo oops >&2");
         assertThat(r.exitCode()).isZero();
         assertThat(JdistCli.lines(r.stdout())).containsExactlyInAnyOrder("[0] one", "[0] two", "[1] one", "[1] two");
         assertThat(JdistCli.lines(r.stderr())).contains("[0] oops", "[1] oops");
         assertThat(Files.readString(logs.resolve("rank-1.out"))).isEqualTo("one\ntwo");
         assertThat(Files.readString(logs.resolve("rank-0.err"))).isEqualTo("oops\n");
-        CommandResult ts = JdistCli.run(T, RING, null, null, "--timestamp-output", "--", "echo", "x");
+        CommandResult ts = JdistCli.launch(T, RING, null, null, "--timestamp-output", "--", "echo", "x");
         assertThat(ts.stdout().trim()).matches("\\d\\d:\\d\\d:\\d\\d\\.\\d{3} x");
     }
 
     @Test
     void bindToCorePinsEachLocalRankToItsOwnCpu() {
         int cpus = Runtime.getRuntime().availableProcessors();
-        CommandResult r = JdistCli.run(T, RING, null, null, "--bind-to", "core", "-n", "3", "--",
+        CommandResult r = JdistCli.launch(T, RING, null, null, "--bind-to", "core", "-n", "3", "--",
                 "sh", "-c", "echo $MLX_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)");
         assertThat(r.exitCode()).as(r.toString()).isZero();
         assertThat(JdistCli.lines(r.stdout())).containsExactlyInAnyOrder("0 " + 0 % cpus, "1 " + 1 % cpus, "2 " + 2 % cpus);
 
-        CommandResult dry = JdistCli.run(T, RING, null, null, "--dry-run", "--bind-to", "core", "-n", "2", "--", "true");
+        CommandResult dry = JdistCli.launch(T, RING, null, null, "--dry-run", "--bind-to", "core", "-n", "2", "--", "true");
         assertThat(dry.stdout()).contains("  cpu: 0 modulo", "  cpu: 1 modulo");
-        CommandResult bad = JdistCli.run(T, RING, null, null, "--bind-to", "socket", "-n", "2", "--", "true");
+        CommandResult bad = JdistCli.launch(T, RING, null, null, "--bind-to", "socket", "-n", "2", "--", "true");
         assertThat(bad.exitCode()).isEqualTo(2);
         assertThat(bad.stderr()).contains("--bind-to must be none or core, got 'socket'");
     }
@@ -196,20 +196,20 @@ class LocalLaunchIT {
     @Test
     void dryRunStartsNothing() {
         String mark = JdistCli.sleepMarker();
-        CommandResult r = JdistCli.run(T, RING, null, null, "--dry-run", "-n", "2", "--env", "A=1", "--", "sleep", mark);
+        CommandResult r = JdistCli.launch(T, RING, null, null, "--dry-run", "-n", "2", "--env", "A=1", "--", "sleep", mark);
         assertThat(r.exitCode()).isZero();
         assertThat(r.stdout()).contains("rank 0 on 127.0.0.1 (local)").contains("rank 1 on 127.0.0.1")
                 .contains("command: sleep " + mark).contains("env: A=1").contains("env: MLX_RANK=1")
                 .contains("env: JDIST_JOB_TOKEN=").contains("MLX_HOSTFILE=<temp file: [[\"127.0.0.1:32323\"], [\"127.0.0.1:32324\"]]>");
         assertThat(JdistCli.processesWith(mark)).isEmpty();
-        CommandResult mlx = JdistCli.run(T, RING, null, null, "--dry-run", "--mlx-compatible", "-n", "2", "--", "true");
+        CommandResult mlx = JdistCli.launch(T, RING, null, null, "--dry-run", "--mlx-compatible", "-n", "2", "--", "true");
         assertThat(mlx.stdout()).doesNotContain("JDIST_JOB_TOKEN");
     }
 
     @Test
     void everyRankGetsTheSameFreshJobToken() {
-        CommandResult a = JdistCli.run(T, RING, null, null, "-n", "2", "--", "sh", "-c", "echo $JDIST_JOB_TOKEN");
-        CommandResult b = JdistCli.run(T, RING, null, null, "-n", "1", "--", "sh", "-c", "echo $JDIST_JOB_TOKEN");
+        CommandResult a = JdistCli.launch(T, RING, null, null, "-n", "2", "--", "sh", "-c", "echo $JDIST_JOB_TOKEN");
+        CommandResult b = JdistCli.launch(T, RING, null, null, "-n", "1", "--", "sh", "-c", "echo $JDIST_JOB_TOKEN");
         List<String> tokens = JdistCli.lines(a.stdout());
         assertThat(tokens).hasSize(2);
         assertThat(tokens.get(0)).matches("[0-9a-f]{32}").isEqualTo(tokens.get(1));
@@ -218,18 +218,18 @@ class LocalLaunchIT {
 
     @Test
     void usageErrorsExit2AndHelpAndPrintJava() {
-        CommandResult r = JdistCli.run(T, "--hosts", "a,,b", "x");
+        CommandResult r = JdistCli.launch(T, "--hosts", "a,,b", "x");
         assertThat(r.exitCode()).isEqualTo(2);
         assertThat(r.stderr()).startsWith("usage: jdist launch").contains("jdist launch: error: Hostname cannot be empty");
-        assertThat(JdistCli.run(T, "--").stderr()).contains("No script is provided");
-        assertThat(JdistCli.run(T, "--backend", "gloo", "x").stderr())
+        assertThat(JdistCli.launch(T, "--").stderr()).contains("No script is provided");
+        assertThat(JdistCli.launch(T, "--backend", "gloo", "x").stderr())
                 .contains("The backend should be one of {'ring', 'mpi', 'nccl', 'jaccl', 'jaccl-ring'}");
-        CommandResult help = JdistCli.run(T, "python", "x.py", "--help");
+        CommandResult help = JdistCli.launch(T, "python", "x.py", "--help");
         assertThat(help.exitCode()).isZero();
         assertThat(help.stdout()).contains("--hostfile").contains("--print-java");
-        CommandResult pj = JdistCli.run(T, "--print-java");
+        CommandResult pj = JdistCli.launch(T, "--print-java");
         assertThat(pj.stdout().trim()).isEqualTo(JdistCli.java());
-        assertThat(JdistCli.run(T, "--hosts", "node1,node2", "x").stderr())
+        assertThat(JdistCli.launch(T, "--hosts", "node1,node2", "x").stderr())
                 .contains("The ring backend requires IPs to be provided instead of hostnames");
     }
 
@@ -247,7 +247,7 @@ class LocalLaunchIT {
                     """.formatted(version));
             Files.setPosixFilePermissions(shim, PosixFilePermissions.fromString("rwxr-xr-x"));
             Map<String, String> env = Map.of("PATH", bin + ":" + System.getenv("PATH"));
-            CommandResult r = JdistCli.run(T, env, null, null, "--backend", "mpi", "--hosts", "a,b", "-n", "2", "--cwd", "/w",
+            CommandResult r = JdistCli.launch(T, env, null, null, "--backend", "mpi", "--hosts", "a,b", "-n", "2", "--cwd", "/w",
                     "--env", "A=1", "--mpi-arg", "--mca btl tcp", "--mpi-arg", "--allow-run-as-root", "--", "python3", "x.py");
             assertThat(r.exitCode()).as(r.toString()).isEqualTo(7);
             String argv = r.stdout().lines().findFirst().orElseThrow();
@@ -264,7 +264,7 @@ class LocalLaunchIT {
             assertThat(Files.exists(Path.of(hostfile))).as("temporary hostfile deleted").isFalse();
         }
         Path empty = Files.createDirectories(dir.resolve("empty"));
-        CommandResult none = JdistCli.run(T, Map.of("PATH", empty.toString()), null, null, "--backend", "mpi", "x");
+        CommandResult none = JdistCli.launch(T, Map.of("PATH", empty.toString()), null, null, "--backend", "mpi", "x");
         assertThat(none.exitCode()).isEqualTo(1);
         assertThat(none.stderr()).contains("mpirun not found on PATH");
     }
@@ -273,7 +273,7 @@ class LocalLaunchIT {
     void javaSourceFileRanksGetJdistAndTheJvmFlags() throws Exception {
         Path allSum = JdistCli.repoRoot().resolve("examples/AllSum.java");
         int port = FreePorts.block(4);
-        CommandResult r = JdistCli.run(Duration.ofSeconds(170), RING, null, null, "-n", "4", "-p", Integer.toString(port),
+        CommandResult r = JdistCli.launch(Duration.ofSeconds(170), RING, null, null, "-n", "4", "-p", Integer.toString(port),
                 allSum.toString());
         assertThat(r.exitCode()).as(r.toString()).isZero();
         List<String> lines = JdistCli.lines(r.stdout());
@@ -285,7 +285,7 @@ class LocalLaunchIT {
     @Test
     void mainClassWithClassPath(@TempDir Path dir) throws Exception {
         assumeTrue(Files.isDirectory(Path.of("target/test-classes")), "test classes not built");
-        CommandResult r = JdistCli.run(T, RING, null, null, "-n", "2", "--class-path",
+        CommandResult r = JdistCli.launch(T, RING, null, null, "-n", "2", "--class-path",
                 Path.of("target/test-classes").toAbsolutePath().toString(), "--java-opt", "-Dx.y=z",
                 RankInfo.class.getName(), "arg1");
         assertThat(r.exitCode()).as(r.toString()).isZero();

@@ -1,6 +1,7 @@
 package dev.jdist.launch;
 
 import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.JdistCli;
 import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -10,7 +11,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -27,20 +27,14 @@ class MpiLaunchIT {
     @Test
     void allSumRunsOnTwoRanksUnderOpenMpisMpirun(@TempDir Path bin) throws IOException {
         Requirements.require(Requirements.file("/usr/bin/mpirun.openmpi"));
-        Path root = Path.of(System.getProperty("user.dir")).toAbsolutePath();
-        while (root != null && !Files.exists(root.resolve("examples/AllSum.java"))) root = root.getParent();
-        assertThat(root).as("repository root").isNotNull();
-        Path jar = root.resolve("jdist-cli/target/jdist.jar");
-        assertThat(jar).as("the shaded jar (built by the package phase)").exists();
+        Path root = JdistCli.repoRoot();
+        assertThat(JdistCli.JAR).as("the shaded jar (built by the package phase)").exists();
         // The launcher uses the first `mpirun` on PATH; make that Open MPI's whatever the alternatives say.
         Files.createSymbolicLink(bin.resolve("mpirun"), Path.of("/usr/bin/mpirun.openmpi"));
 
-        List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-jar", jar.toString(),
-                "launch", "--backend", "mpi", "-n", "2", "--mpi-arg", "--allow-run-as-root --oversubscribe",
-                "examples/AllSum.java");
-        CommandResult r = CommandResult.run(Duration.ofSeconds(480), root,
-                Map.of("PATH", bin + ":" + System.getenv().getOrDefault("PATH", "/usr/bin:/bin")), null, cmd);
+        CommandResult r = JdistCli.run(Duration.ofSeconds(480), root,
+                Map.of("PATH", bin + ":" + System.getenv().getOrDefault("PATH", "/usr/bin:/bin")), null,
+                "launch", "--backend", "mpi", "-n", "2", "--mpi-arg", "--allow-run-as-root --oversubscribe", "examples/AllSum.java");
         assertThat(r.timedOut()).as("launch timed out; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isFalse();
         assertThat(r.exitCode()).as("exit status; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
         assertThat(r.stdout()).contains("0 array([2, 2, 2, ..., 2, 2, 2], dtype=float32)")

@@ -1,5 +1,7 @@
 package dev.jdist.launch;
 
+import dev.jdist.console.CliFailure;
+import dev.jdist.hosts.HostList;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -44,7 +46,7 @@ class MpiLaunchTest {
         assertThat(MpiLaunch.mpiArgWords(List.of("-x 'Q=a b'"))).containsExactly("-x", "Q=a b");
         assertThat(MpiLaunch.mpiArgWords(List.of("\"a \\\"b\\\" $c\" d\\ e", "--allow-run-as-root")))
                 .containsExactly("a \"b\" $c", "d e", "--allow-run-as-root");
-        assertThatThrownBy(() -> MpiLaunch.mpiArgWords(List.of("-x 'Q=a"))).isInstanceOf(UsageException.class)
+        assertThatThrownBy(() -> MpiLaunch.mpiArgWords(List.of("-x 'Q=a"))).isInstanceOf(CliFailure.class)
                 .hasMessageContaining("--mpi-arg").hasMessageContaining("unterminated");
     }
 

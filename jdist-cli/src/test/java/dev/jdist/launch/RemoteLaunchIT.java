@@ -1,6 +1,7 @@
 package dev.jdist.launch;
 
 import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.JdistCli;
 import dev.jdist.testing.NetnsCluster;
 import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.AfterAll;
@@ -61,7 +62,7 @@ class RemoteLaunchIT {
 
     @Test
     void everyLineOfEveryRemoteRankArrives() throws Exception {
-        CommandResult r = JdistCli.run(T, env, null, null, "--hosts", allHosts(), "--",
+        CommandResult r = JdistCli.launch(T, env, null, null, "--hosts", allHosts(), "--",
                 "sh", "-c", "i=0; while [ $i -lt 200 ]; do echo \"$JDIST_TEST_HOST r$MLX_RANK l$i\"; i=$((i+1)); done; echo err$MLX_RANK >&2");
         assertThat(r.exitCode()).as(r.toString()).isZero();
         List<String> lines = JdistCli.lines(r.stdout());
@@ -79,7 +80,7 @@ class RemoteLaunchIT {
 
     @Test
     void mixedLocalAndRemoteRanksWithStdin() throws Exception {
-        CommandResult r = JdistCli.run(T, env, "hello\n", null, "--hosts", "127.0.0.1," + cluster.address(1) + "," + cluster.address(2),
+        CommandResult r = JdistCli.launch(T, env, "hello\n", null, "--hosts", "127.0.0.1," + cluster.address(1) + "," + cluster.address(2),
                 "--", "sh", "-c", "read line; echo \"$MLX_RANK got $line\"");
         assertThat(r.exitCode()).as(r.toString()).isZero();
         assertThat(JdistCli.lines(r.stdout())).containsExactlyInAnyOrder("0 got hello", "1 got hello", "2 got hello");
@@ -88,7 +89,7 @@ class RemoteLaunchIT {
 
     @Test
     void aFailingRemoteRankEndsEveryRankOnEveryHost() throws Exception {
-        CommandResult r = JdistCli.run(T, env, null, null, "--hosts", allHosts(), "-n", "2", "--",
+        CommandResult r = JdistCli.launch(T, env, null, null, "--hosts", allHosts(), "-n", "2", "--",
                 "sh", "-c", "if [ $MLX_RANK = 3 ]; then sleep 1; exit 3; fi; sleep 600 & wait");
         assertThat(r.exitCode()).as(r.toString()).isEqualTo(3);
         assertThat(r.stderr()).contains("[WARN] Node with rank 3 exited with code 3")
@@ -100,7 +101,7 @@ class RemoteLaunchIT {
     @Test
     void sigintEndsRemoteRanksEvenWhenTheyIgnoreHangupAndTerm(@TempDir Path dir) throws Exception {
         Requirements.require(Requirements.command("perl", "perl-base"));
-        Process p = JdistCli.start(dir, env, "--hosts", allHosts(), "--",
+        Process p = JdistCli.startLaunch(dir, env, "--hosts", allHosts(), "--",
                 "sh", "-c", "trap '' HUP TERM; echo ready; while :; do sleep 1; done");
         assertThat(JdistCli.await(Duration.ofSeconds(60),
                 () -> JdistCli.lines(JdistCli.read(dir.resolve("stdout"))).stream().filter("ready"::equals).count() == 3))
@@ -114,20 +115,20 @@ class RemoteLaunchIT {
 
     @Test
     void cwdAndEnvOnRemoteHosts(@TempDir Path dir) throws Exception {
-        CommandResult r = JdistCli.run(T, env, null, null, "--hosts", allHosts(), "--cwd", dir.toString(),
+        CommandResult r = JdistCli.launch(T, env, null, null, "--hosts", allHosts(), "--cwd", dir.toString(),
                 "--env", "A=$HOME x 'q'", "--env", "1X=2", "--", "sh", "-c", "echo \"$(pwd)|$A|$MLX_RANK\"");
         assertThat(r.exitCode()).as(r.toString()).isZero();
         assertThat(JdistCli.lines(r.stdout())).containsExactlyInAnyOrder(
                 dir + "|$HOME x 'q'|0", dir + "|$HOME x 'q'|1", dir + "|$HOME x 'q'|2");
         assertThat(r.stderr().split("is an invalid environment variable", -1)).hasSize(2);
-        CommandResult missing = JdistCli.run(T, env, null, null, "--hosts", cluster.address(0), "--cwd", "/no/such/dir", "--", "echo", "ran");
+        CommandResult missing = JdistCli.launch(T, env, null, null, "--hosts", cluster.address(0), "--cwd", "/no/such/dir", "--", "echo", "ran");
         assertThat(missing.exitCode()).isZero();
         assertThat(JdistCli.lines(missing.stdout())).contains("Failed to change directory to /no/such/dir", "ran");
     }
 
     @Test
     void aMissingRemoteProgramFailsWith127() throws Exception {
-        CommandResult r = JdistCli.run(T, env, null, null, "--hosts", allHosts(), "--", "no-such-program-jdist");
+        CommandResult r = JdistCli.launch(T, env, null, null, "--hosts", allHosts(), "--", "no-such-program-jdist");
         assertThat(r.exitCode()).as(r.toString()).isEqualTo(127);
         assertThat(r.stdout()).contains("no-such-program-jdist");
         assertNoJobProcessLeft();
@@ -136,7 +137,7 @@ class RemoteLaunchIT {
     @Test
     void anUnreachableHostFailsWithinTheConnectTimeout() throws Exception {
         long t0 = System.nanoTime();
-        CommandResult r = JdistCli.run(T, env, null, null, "--hosts", cluster.address(0) + "," + cluster.unusedAddress(), "--",
+        CommandResult r = JdistCli.launch(T, env, null, null, "--hosts", cluster.address(0) + "," + cluster.unusedAddress(), "--",
                 "sleep", "600");
         Duration took = Duration.ofNanos(System.nanoTime() - t0);
         assertThat(r.exitCode()).as(r.toString()).isEqualTo(255);
@@ -158,7 +159,7 @@ class RemoteLaunchIT {
         }
         Path hostfile = Files.writeString(dir.resolve("hosts.json"), hf.append("]").toString());
         Path allSum = JdistCli.repoRoot().resolve("examples/AllSum.java");
-        CommandResult r = JdistCli.run(Duration.ofSeconds(200), env, null, null, "--hostfile", hostfile.toString(), allSum.toString());
+        CommandResult r = JdistCli.launch(Duration.ofSeconds(200), env, null, null, "--hostfile", hostfile.toString(), allSum.toString());
         assertThat(r.exitCode()).as(r.toString()).isZero();
         List<String> lines = JdistCli.lines(r.stdout()).stream().filter(l -> l.contains("array(")).toList();
         assertThat(lines).hasSize(3).allSatisfy(l -> assertThat(l).endsWith(" array([3, 3, 3, ..., 3, 3, 3], dtype=float32)"));

@@ -31,30 +31,63 @@ import java.util.List;
 final class RingConnector {
 
     /** A bound, listening own address. */
-    record Listener(int index, String text, ServerSocketChannel channel) {}
+    private record Listener(int index, String text, ServerSocketChannel channel) {}
 
     /** An address of the right neighbour to connect to. */
-    record Target(int index, String text, InetSocketAddress address) {}
+    private record Target(int index, String text, InetSocketAddress address) {}
 
-    /** The result: the accepted {@code left} and initiated {@code right} connections, non-blocking. */
-    record Connections(SocketChannel[] left, SocketChannel[] right) {}
+    /** The result: the accepted {@code left} and initiated {@code right} connections, non-blocking, index j at j. */
+    record Connections(List<RingConnection> left, List<RingConnection> right) {
+        /** Connections per neighbour (k). */
+        int perNeighbour() { return left.size(); }
+
+        /** Closes every connection (quietly: closing is best effort). */
+        void closeAll() {
+            for (RingConnection c : left) closeQuietly(c.channel());
+            for (RingConnection c : right) closeQuietly(c.channel());
+        }
+    }
 
     private static final long FIRST_RETRY_MILLIS = 50;
     private static final long MAX_RETRY_MILLIS = 1000;
     private static final int MAX_PENDING_HANDSHAKES = 16;
 
+    private final RingSettings settings;
     private final int rank;
     private final int leftRank;
     private final int rightRank;
     private final RingLog log;
     private final RingAuthenticator auth;
 
-    RingConnector(int rank, int leftRank, int rightRank, RingLog log, String jobToken) {
-        this.rank = rank;
-        this.leftRank = leftRank;
-        this.rightRank = rightRank;
+    /** A connector for this rank of the ring that {@code settings} describe (at least 2 ranks). */
+    RingConnector(RingSettings settings, RingLog log) {
+        this.settings = settings;
+        this.rank = settings.rank();
+        this.leftRank = settings.leftRank();
+        this.rightRank = settings.rightRank();
         this.log = log;
-        this.auth = jobToken == null ? null : new RingAuthenticator(jobToken);
+        this.auth = settings.jobToken() == null ? null : new RingAuthenticator(settings.jobToken());
+    }
+
+    /**
+     * Binds and listens on every address of this rank's hostfile entry, in order; closes what it opened when one
+     * fails.
+     */
+    static List<ServerSocketChannel> listenOnOwnAddresses(RingSettings settings) {
+        RingHostfile hf = settings.hostfile();
+        List<RingHostfile.Address> own = hf.addresses(settings.rank());
+        List<ServerSocketChannel> bound = new ArrayList<>();
+        try {
+            for (int j = 0; j < own.size(); j++) {
+                RingHostfile.Address a = own.get(j);
+                bound.add(listen(a.socketAddress(), a.text(),
+                        "rank " + settings.rank() + " (address " + j + " of its entry in " + hf.source() + ")"));
+            }
+        } catch (RuntimeException e) {
+            for (ServerSocketChannel ch : bound) closeQuietly(ch);
+            throw e;
+        }
+        return bound;
     }
 
     /**
@@ -86,8 +119,19 @@ final class RingConnector {
         }
     }
 
-    /** Forms the connections; closes the listeners either way. */
-    Connections connect(List<Listener> listeners, List<Target> targets, Duration timeout) {
+    /**
+     * Forms the connections: accepts {@code left[j]} on {@code bound.get(j)} (listening on this rank's address j)
+     * while connecting {@code right[j]} to the right neighbour's address j, until the settings' timeout; closes the
+     * listeners either way.
+     */
+    Connections connect(List<ServerSocketChannel> bound) {
+        List<RingHostfile.Address> own = settings.hostfile().addresses(rank);
+        List<RingHostfile.Address> theirs = settings.hostfile().addresses(rightRank);
+        List<Listener> listeners = new ArrayList<>();
+        for (int j = 0; j < bound.size(); j++) listeners.add(new Listener(j, own.get(j).text(), bound.get(j)));
+        List<Target> targets = new ArrayList<>();
+        for (int j = 0; j < theirs.size(); j++) targets.add(new Target(j, theirs.get(j).text(), theirs.get(j).socketAddress()));
+        Duration timeout = settings.timeout();
         long start = System.nanoTime();
         long deadline = start + timeout.toNanos();
         Selector selector = null;
@@ -135,15 +179,19 @@ final class RingConnector {
                 }
                 selector.selectedKeys().clear();
             }
-            SocketChannel[] left = new SocketChannel[listenSlots.size()];
-            SocketChannel[] right = new SocketChannel[connectSlots.size()];
-            for (int j = 0; j < left.length; j++) left[j] = listenSlots.get(j).result;
-            for (int j = 0; j < right.length; j++) right[j] = connectSlots.get(j).result;
-            log.log("connected: " + right.length + " connection(s) to right neighbour rank " + rightRank + ", "
-                    + left.length + " from left neighbour rank " + leftRank + " in "
+            List<RingConnection> left = new ArrayList<>();
+            List<RingConnection> right = new ArrayList<>();
+            for (ListenSlot s : listenSlots) {
+                left.add(new RingConnection(s.result, "left[" + s.listener.index() + "]", leftRank, s.listener.text()));
+            }
+            for (ConnectSlot s : connectSlots) {
+                right.add(new RingConnection(s.result, "right[" + s.target.index() + "]", rightRank, s.target.text()));
+            }
+            log.log("connected: " + right.size() + " connection(s) to right neighbour rank " + rightRank + ", "
+                    + left.size() + " from left neighbour rank " + leftRank + " in "
                     + (System.nanoTime() - start) / 1_000_000 + " ms");
             ok = true;
-            return new Connections(left, right);
+            return new Connections(List.copyOf(left), List.copyOf(right));
         } catch (IOException e) {
             throw new ConnectFailedException("rank " + rank + ": ring set-up failed: " + e, e);
         } finally {

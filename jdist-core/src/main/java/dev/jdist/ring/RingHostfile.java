@@ -22,6 +22,12 @@ import java.util.List;
  * each a JSON array of {@code "host:port"} strings (a bare string is accepted as a one-address entry).
  * Everything is validated before any socket is opened; every problem is a {@link ConfigException}
  * naming the file and the offending item.
+ *
+ * <p>A ring formed without a file (a split's sub-ring, or ranks placed by other means) builds the record in
+ * memory from its address lists, with {@code path} null.
+ *
+ * @param path  the file it was read from, or null when built in memory
+ * @param ranks the address list of every rank, in rank order
  */
 public record RingHostfile(Path path, List<List<Address>> ranks) {
 
@@ -31,7 +37,33 @@ public record RingHostfile(Path path, List<List<Address>> ranks) {
         public String toString() { return text; }
     }
 
+    /** Checks what a ring needs of any hostfile, read or built: ranks, each with addresses, as many as its neighbours. */
+    public RingHostfile {
+        String name = path == null ? "the in-memory ring hostfile" : "ring hostfile " + path;
+        if (ranks.isEmpty()) throw new ConfigException(name + " lists no ranks; it needs one entry per rank");
+        int n = ranks.size();
+        for (int q = 0; q < n; q++) {
+            if (ranks.get(q).isEmpty()) {
+                throw new ConfigException(name + ": entry " + q + " (rank " + q + ") lists no addresses; "
+                        + "each rank needs at least one \"host:port\"");
+            }
+        }
+        for (int q = 0; q < n && n > 1; q++) {
+            int next = (q + 1) % n;
+            if (ranks.get(q).size() != ranks.get(next).size()) {
+                throw new ConfigException(name + ": neighbouring ranks " + q + " and " + next + " list "
+                        + ranks.get(q).size() + " and " + ranks.get(next).size() + " addresses; every rank must list the "
+                        + "same number of addresses (one per connection to its neighbour)");
+            }
+            if (n == 2) break;
+        }
+        ranks = ranks.stream().map(List::copyOf).toList();
+    }
+
     public int size() { return ranks.size(); }
+
+    /** What messages call it: the file's path, or "the in-memory hostfile". */
+    public String source() { return path == null ? "the in-memory hostfile" : path.toString(); }
 
     /** The address list A(q) of rank q. */
     public List<Address> addresses(int q) { return ranks.get(q); }
@@ -100,16 +132,6 @@ public record RingHostfile(Path path, List<List<Address>> ranks) {
                 addrs.add(parseAddress(path, q, j, item.asText()));
             }
             ranks.add(List.copyOf(addrs));
-        }
-        int n = ranks.size();
-        for (int q = 0; q < n && n > 1; q++) {
-            int next = (q + 1) % n;
-            if (ranks.get(q).size() != ranks.get(next).size()) {
-                throw new ConfigException("ring hostfile " + path + ": neighbouring ranks " + q + " and " + next + " list "
-                        + ranks.get(q).size() + " and " + ranks.get(next).size() + " addresses; every rank must list the "
-                        + "same number of addresses (one per connection to its neighbour)");
-            }
-            if (n == 2) break;
         }
         return new RingHostfile(path, List.copyOf(ranks));
     }

@@ -57,7 +57,7 @@ final class RingJoin {
             if (token != null) capabilities.add("ring/auth");
             JobTable table = rv.agree(new RankOffer("ring", Map.of(RingSettings.TRANSPORT, transport.envValue(), CONNECTIONS,
                     Integer.toString(k)), ports, capabilities));
-            RingHostfile hostfile = hostfile(table, rv.description(), k);
+            RingHostfile hostfile = hostfile(table, k);
             RingSettings settings = new RingSettings(r, hostfile, env.containsKey(RingSettings.VERBOSE), timeout, token, spin,
                     transport, shmLinkBytes);
             List<ServerSocketChannel> handed = rv.size() > 1 ? listeners : null;
@@ -71,7 +71,7 @@ final class RingJoin {
     }
 
     /** The hostfile the table describes: rank q listens on its published host at its published ports. */
-    static RingHostfile hostfile(JobTable table, String description, int k) {
+    static RingHostfile hostfile(JobTable table, int k) {
         List<List<RingHostfile.Address>> ranks = new ArrayList<>();
         for (RankRecord rec : table.ranks()) {
             if (table.size() > 1 && rec.ports().size() != k) {
@@ -92,7 +92,7 @@ final class RingJoin {
             }
             ranks.add(List.copyOf(addrs));
         }
-        return new RingHostfile(Path.of("(in memory: " + description.replace('/', '|') + ")"), List.copyOf(ranks));
+        return new RingHostfile(null, List.copyOf(ranks));   // messages call it "the in-memory hostfile"
     }
 
     static int parseConnections(String text) {

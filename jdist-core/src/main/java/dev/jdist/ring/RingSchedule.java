@@ -8,13 +8,13 @@ import java.util.List;
 /**
  * The ring's schedules as plain data (spec collectives.md §3.6–§3.8 and §9): which byte ranges of
  * which buffer go out on which (connection, direction) stream, in which order. Pure functions, no
- * sockets; {@link RingEngine} moves the bytes.
+ * sockets; {@link TcpTransport} moves the bytes.
  *
  * <p>Every collective schedule has the same shape: a list of {@link Stream}s, each the ordered
  * items one part sends and the ordered items it receives. For all of them, the item a stream sends
  * at position {@code i >= 1} covers the same bytes as the item it received at position
  * {@code i - 1} (that is the ring: pass on what just arrived), which is the only data dependency
- * the engine has to respect ({@link Stream#chained()}).
+ * a transport has to respect ({@link Stream#chained()}).
  */
 public final class RingSchedule {
 

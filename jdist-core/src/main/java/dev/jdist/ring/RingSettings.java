@@ -6,6 +6,7 @@ import dev.jdist.ConfigException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 
 /**
@@ -14,10 +15,14 @@ import java.util.Optional;
  * {@code JDIST_TIMEOUT} ({@link JdistTimeout}; default 120 s),
  * {@code JDIST_JOB_TOKEN} (turns on the connection handshake), {@code JDIST_TRANSPORT} ({@code tcp}, the
  * default, or {@code shm}: the ring's bytes move through shared memory when every rank is on one host) and
- * {@code JDIST_SHM_BUFFER_KIB} (the shared-memory buffer per direction and connection).
+ * {@code JDIST_SHM_BUFFER_KIB} (the shared-memory buffer per direction and connection); and the transports'
+ * internal sizes and waits ({@link Tuning}), which no variable sets.
+ *
+ * <p>From code: {@link #of(int, RingHostfile)} (defaults for everything but the rank and the hostfile, which may be
+ * built in memory), the full constructor, or the 8-value constructor (default tuning); {@link #withTuning} for tests.
  */
 public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Duration timeout, String jobToken,
-                           long spinMicros, Transport transport, long shmLinkBytes) {
+                           long spinMicros, Transport transport, long shmLinkBytes, Tuning tuning) {
 
     /** How the ring moves bytes once its TCP connections are formed. */
     public enum Transport {
@@ -50,7 +55,96 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
     /** Default deadline for connection set-up and for progress inside one operation. */
     public static final long DEFAULT_TIMEOUT_SECONDS = JdistTimeout.DEFAULT.toSeconds();
 
+    /**
+     * The transports' internal sizes and waits. Production runs with {@link #DEFAULT}; tests shrink the sizes to
+     * drive the code paths of large arrays (socket windows, sum_scatter pieces) with small ones.
+     *
+     * @param socketWindowBytes   TCP: bytes per socket call and per ByteBuffer view of an array; ByteBuffers are
+     *                            int-indexed, so at most {@link #MAX_SOCKET_WINDOW_BYTES} (1 GiB)
+     * @param sumScatterWorkBytes the bound of a group's sum_scatter work buffer (16 MiB; with the TCP transport's
+     *                            16 MiB of scratch, the group's own buffers stay within 32 MiB)
+     * @param shmBurstBytes       shm: bytes one stream moves per visit before the thread turns to the next stream
+     *                            (64 KiB: a chunk just reduced is usually still in the cache when it is forwarded)
+     * @param shmSpinNanos        shm: how long a waiter spins ({@link Thread#onSpinWait}) before yielding. Kept short
+     *                            (2 µs): when the scheduler has put both ranks on one core, a spinning waiter only
+     *                            delays the peer it waits for; {@link Thread#yield} lets it run at once, and costs
+     *                            little when the peer runs on another core
+     * @param shmYieldNanos       shm: how long a waiter then yields before it sleeps until a doorbell (1 ms): long
+     *                            enough that a rank does not fall asleep in the middle of a transfer, since a sleeper
+     *                            is woken by a socket write and Linux then tends to move it onto the waker's core, where
+     *                            the two ranks would keep taking turns instead of running side by side
+     */
+    public record Tuning(long socketWindowBytes, long sumScatterWorkBytes, long shmBurstBytes, long shmSpinNanos,
+                         long shmYieldNanos) {
+        public static final long MAX_SOCKET_WINDOW_BYTES = 1L << 30;
+        public static final Tuning DEFAULT = new Tuning(MAX_SOCKET_WINDOW_BYTES, 16L << 20, 64L << 10, 2_000, 1_000_000);
+
+        public Tuning {
+            if (socketWindowBytes < 1 || socketWindowBytes > MAX_SOCKET_WINDOW_BYTES || sumScatterWorkBytes < 1
+                    || shmBurstBytes < 1 || shmSpinNanos < 0 || shmYieldNanos < 0) {
+                throw new IllegalArgumentException("ring tuning out of range: socketWindowBytes " + socketWindowBytes
+                        + " (1.." + MAX_SOCKET_WINDOW_BYTES + "), sumScatterWorkBytes " + sumScatterWorkBytes + " (>= 1), "
+                        + "shmBurstBytes " + shmBurstBytes + " (>= 1), shmSpinNanos " + shmSpinNanos + " and shmYieldNanos "
+                        + shmYieldNanos + " (>= 0)");
+            }
+        }
+
+        public Tuning withSocketWindowBytes(long bytes) {
+            return new Tuning(bytes, sumScatterWorkBytes, shmBurstBytes, shmSpinNanos, shmYieldNanos);
+        }
+
+        public Tuning withSumScatterWorkBytes(long bytes) {
+            return new Tuning(socketWindowBytes, bytes, shmBurstBytes, shmSpinNanos, shmYieldNanos);
+        }
+    }
+
+    public RingSettings {
+        Objects.requireNonNull(hostfile, "hostfile");
+        Objects.requireNonNull(timeout, "timeout");
+        Objects.requireNonNull(transport, "transport");
+        Objects.requireNonNull(tuning, "tuning");
+        if (rank < 0 || rank >= hostfile.size()) {
+            throw new IllegalArgumentException("rank " + rank + " is not a rank of the " + hostfile.size() + "-rank ring in "
+                    + hostfile.source());
+        }
+    }
+
+    /** Settings with the default {@link Tuning}. */
+    public RingSettings(int rank, RingHostfile hostfile, boolean verbose, Duration timeout, String jobToken,
+                        long spinMicros, Transport transport, long shmLinkBytes) {
+        this(rank, hostfile, verbose, timeout, jobToken, spinMicros, transport, shmLinkBytes, Tuning.DEFAULT);
+    }
+
+    /**
+     * The settings of rank {@code rank} of the ring {@code hostfile} describes, everything else at its default:
+     * TCP, the default timeout, no job token, not verbose (what {@link #fromEnvironment} gives when only
+     * {@code MLX_RANK} and {@code MLX_HOSTFILE} are set).
+     */
+    public static RingSettings of(int rank, RingHostfile hostfile) {
+        return new RingSettings(rank, hostfile, false, Duration.ofSeconds(DEFAULT_TIMEOUT_SECONDS), null,
+                DEFAULT_SPIN_MICROS, Transport.TCP, DEFAULT_SHM_BUFFER_KIB * 1024);
+    }
+
+    /** The same settings for rank {@code rank} of another ring (a split's sub-ring, described by {@code hostfile}). */
+    public RingSettings forRing(int rank, RingHostfile hostfile) {
+        return new RingSettings(rank, hostfile, verbose, timeout, jobToken, spinMicros, transport, shmLinkBytes, tuning);
+    }
+
+    /** The same settings with other {@link Tuning} (tests). */
+    public RingSettings withTuning(Tuning tuning) {
+        return new RingSettings(rank, hostfile, verbose, timeout, jobToken, spinMicros, transport, shmLinkBytes, tuning);
+    }
+
     public int size() { return hostfile.size(); }
+
+    /** The rank this one accepts its {@code left} connections from. */
+    public int leftRank() { return (rank - 1 + size()) % size(); }
+
+    /** The rank this one makes its {@code right} connections to. */
+    public int rightRank() { return (rank + 1) % size(); }
+
+    /** Connections per neighbour: the number of addresses in this rank's hostfile entry. */
+    public int connectionsPerNeighbour() { return hostfile.addresses(rank).size(); }
 
     public boolean authenticated() { return jobToken != null; }
 

@@ -1,39 +1,60 @@
 package dev.jdist.ring;
 
-import dev.jdist.DType;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
-import dev.jdist.ReduceOp;
 
-import java.lang.foreign.MemorySegment;
+import java.io.IOException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
- * What both ring transports do alike: the group's broken/closed state and its error messages, and the
- * rule that any failure in the middle of an operation breaks the group (spec §3.5) — the byte streams are
- * out of step then, so every connection is closed and the neighbours fail too.
+ * What both ring transports do alike: the ring's connections and the one selector that watches them, the
+ * group's broken/closed state and its error messages, and the rule that any failure in the middle of an
+ * operation breaks the group (spec §3.5) — the byte streams are out of step then, so every connection is
+ * closed and the neighbours fail too.
  */
 abstract class RingTransportBase implements RingTransport {
     final int rank;
     final RingLog log;
+    final RingConnector.Connections connections;
+    final Selector selector;
+    /** {@code JDIST_TIMEOUT}: the longest an operation may go without progress. */
+    final long timeoutNanos;
+    /** {@link #timeoutNanos} as messages say it, in seconds. */
+    final String timeoutText;
+    /** Said after the connection in messages: "" for TCP, ", shared memory" for shm. */
+    private final String connectionDetail;
     private volatile DistributedException broken;
     volatile boolean closed;
 
-    RingTransportBase(int rank, RingLog log) {
-        this.rank = rank;
+    RingTransportBase(RingSettings settings, RingConnector.Connections connections, RingLog log, String connectionDetail)
+            throws IOException {
+        this.rank = settings.rank();
+        this.connections = connections;
         this.log = log;
+        this.timeoutNanos = settings.timeout().toNanos();
+        this.timeoutText = RingConnector.seconds(settings.timeout());
+        this.connectionDetail = connectionDetail;
+        this.selector = Selector.open();
     }
 
-    /** Runs the streams; {@code source} null means work already holds the input. Failures propagate. */
-    abstract void execute(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                          long block, long stride, long base, ReduceOp op, DType dtype);
+    /** Registers {@code c}'s socket, non-blocking, with this transport's selector. */
+    final SelectionKey register(RingConnection c, int ops, Object attachment) throws IOException {
+        c.channel().configureBlocking(false);
+        return c.channel().register(selector, ops, attachment);
+    }
 
-    /** Closes every connection of the group (so the neighbours notice at once). */
-    abstract void closeConnections();
+    /** How messages name connection {@code c} (peer rank, address, {@code left[j]}/{@code right[j]}). */
+    final String describe(RingConnection c) { return c.describe(connectionDetail); }
 
-    /** The failure that broke the group, or null. */
-    final DistributedException broken() { return broken; }
+    /** Runs the transfer's streams (at least one). Failures propagate. */
+    abstract void execute(Transfer transfer);
+
+    /** Frees what the transport holds besides the connections and the selector (called once, by {@link #close()}). */
+    void release() {}
 
     @Override
     public final void checkUsable(String opName) {
@@ -47,59 +68,95 @@ abstract class RingTransportBase implements RingTransport {
     }
 
     @Override
-    public final void run(String opName, List<RingSchedule.Stream> streams, MemorySegment work, ReduceOp op, DType dtype) {
-        guarded(opName, streams, work, null, 1, 0, 0, op, dtype);
-    }
-
-    @Override
-    public final void runFromSource(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                                    long blockBytes, long sourceStride, long sourceOffset, ReduceOp op, DType dtype) {
-        if (RingTransport.nothingToCopy(work, source, blockBytes, sourceStride, sourceOffset)) {
-            guarded(opName, streams, work, null, 1, 0, 0, op, dtype);
-        } else {
-            guarded(opName, streams, work, source, blockBytes, sourceStride, sourceOffset, op, dtype);
-        }
-    }
-
-    private void guarded(String opName, List<RingSchedule.Stream> streams, MemorySegment work, MemorySegment source,
-                         long block, long stride, long base, ReduceOp op, DType dtype) {
-        checkUsable(opName);
+    public final void run(Transfer t) {
+        checkUsable(t.opName());
+        if (t.streams().isEmpty()) return;
         try {
-            execute(opName, streams, work, source, block, stride, base, op, dtype);
+            checkOneStreamPerSocket(t.streams());
+            execute(t);
         } catch (DistributedException e) {
             breakGroup(e);
             throw e;
         } catch (RuntimeException | Error e) {
             // anything unexpected mid-operation leaves the byte streams out of step: the group cannot go on
-            breakGroup(new PeerLostException("rank " + rank + ": " + opName + " failed unexpectedly (" + e
+            breakGroup(new PeerLostException("rank " + rank + ": " + t.opName() + " failed unexpectedly (" + e
                     + "); the ring's byte streams are out of step, so the group is closed", e));
             throw e;
         }
     }
 
+    /** What the transports rely on and the schedules guarantee: no two streams send, or receive, on one connection. */
+    private static void checkOneStreamPerSocket(List<RingSchedule.Stream> streams) {
+        for (int i = 1; i < streams.size(); i++) {
+            RingSchedule.Stream a = streams.get(i);
+            for (int j = 0; j < i; j++) {
+                RingSchedule.Stream b = streams.get(j);
+                if (a.connection() != b.connection() || a.sendOnLeft() != b.sendOnLeft()) continue;
+                if (!a.sends().isEmpty() && !b.sends().isEmpty()) {
+                    throw new IllegalStateException("two streams send on " + (a.sendOnLeft() ? "left[" : "right[")
+                            + a.connection() + "]");
+                }
+                if (!a.recvs().isEmpty() && !b.recvs().isEmpty()) {
+                    throw new IllegalStateException("two streams receive on " + (a.sendOnLeft() ? "right[" : "left[")
+                            + a.connection() + "]");
+                }
+            }
+        }
+    }
+
     /** A lost connection, named: this rank, the operation, the peer and its address, the direction, the cause. */
-    final PeerLostException lostConnection(String opName, String peerDescription, int peer, String direction, String why,
-                                           Throwable cause) {
-        return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + peerDescription
-                + " while " + direction + ": " + why + ". Rank " + peer + " probably exited or "
+    final PeerLostException lostConnection(String opName, RingConnection c, String direction, String why, Throwable cause) {
+        return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + describe(c)
+                + " while " + direction + ": " + why + ". Rank " + c.peer() + " probably exited or "
                 + "crashed (or a rank further round the ring did, and its failure travelled here); check its output. "
                 + "The group is closed.", cause);
     }
 
     /**
-     * No progress for the deadline: what the operation was waiting for ({@code waiting}) and what the peer may
+     * No progress for the deadline: what the operation's {@code streams} were waiting for and what the peer may
      * be ({@code peerStates}, e.g. "hung, stopped, or").
      */
-    final DeadlineExceededException noProgress(String opName, String timeoutText, List<String> waiting, String peerStates) {
+    final DeadlineExceededException noProgress(String opName, List<? extends StreamCursor> streams, String peerStates) {
+        List<String> waiting = new ArrayList<>();
+        for (StreamCursor r : streams) {
+            if (r.recvConnection() != null && !r.recvDone()) {
+                waiting.add("receiving " + r.recvRemaining() + " more byte(s) from " + describe(r.recvConnection()));
+            }
+            if (r.sendConnection() != null && !r.sendDone() && r.sendBlocked) {
+                waiting.add("sending " + r.sendRemaining() + " more byte(s) to " + describe(r.sendConnection())
+                        + ", which stopped reading");
+            }
+        }
         return new DeadlineExceededException("rank " + rank + ": " + opName + " made no progress for " + timeoutText
                 + " s (JDIST_TIMEOUT) while " + String.join("; ", waiting) + ". The peer may be " + peerStates
                 + " running a different sequence of operations; raise JDIST_TIMEOUT if it is just slow. "
                 + "The group is closed.");
     }
 
+    /** An operation interrupted half-way: the byte streams are out of step. */
+    final PeerLostException interrupted(String opName) {
+        return new PeerLostException("rank " + rank + ": " + opName + " was interrupted in the middle of the "
+                + "operation; the ring's byte streams are now out of step, so the group is closed");
+    }
+
+    /** The selector failed (or was closed under the operation). */
+    final PeerLostException selectorFailed(String opName, Exception e) {
+        if (closed) return new PeerLostException("rank " + rank + ": " + opName + " failed: the ring group was closed", e);
+        return new PeerLostException("rank " + rank + ": " + opName + " failed: " + e, e);
+    }
+
     final void breakGroup(DistributedException e) {
         if (broken == null) broken = e;
         log.log("group broken: " + e.getMessage());
-        closeConnections();
+        connections.closeAll();
+    }
+
+    @Override
+    public final void close() {
+        if (closed) return;
+        closed = true;
+        connections.closeAll();
+        RingConnector.closeQuietly(selector);
+        release();
     }
 }

@@ -16,7 +16,7 @@ import java.lang.invoke.VarHandle;
  * two {@code capacity} bytes. Byte {@code p} of the stream lives at data offset
  * {@code p & (capacity - 1)}. The producer copies data in, then publishes {@code head} with a
  * release store; the consumer reads {@code head} with an acquire load, uses the bytes in place (the
- * ring engine reduces straight out of them), then publishes {@code tail} with a release store, which
+ * shared-memory transport reduces straight out of them), then publishes {@code tail} with a release store, which
  * the producer reads with an acquire load before it reuses the space. Each side caches the other's
  * counter and re-reads it only when the cached value does not allow what it wants to do.
  *

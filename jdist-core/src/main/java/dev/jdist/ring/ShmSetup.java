@@ -69,16 +69,17 @@ final class ShmSetup {
     static long fileBytes(int k, long capacity) { return FILE_HEADER + 2L * k * ShmLink.regionBytes(capacity); }
 
     /**
-     * Runs the set-up over {@code tcp} (a formed ring of {@code n} ranks) and returns the shared-memory
-     * transport that replaces it; {@code tcp} is detached on success. On failure {@code tcp} is left
-     * to the caller to close.
+     * Runs the set-up over {@code tcp} (the newly formed ring {@code settings} describe) and returns the
+     * shared-memory transport that replaces it on the same connections; {@code tcp} is detached on success. On
+     * failure {@code tcp} is left to the caller to close.
      */
-    static ShmEngine establish(RingEngine tcp, int n, long requestedLinkBytes, long timeoutNanos, String timeoutText,
-                               RingLog log) {
-        int r = tcp.rank();
-        int k = tcp.connections();
-        int left = tcp.leftRank();
-        long capacity = linkCapacity(requestedLinkBytes, k);
+    static ShmTransport establish(TcpTransport tcp, RingSettings settings, RingLog log) {
+        RingConnector.Connections connections = tcp.connections;
+        int r = settings.rank();
+        int n = settings.size();
+        int k = connections.perNeighbour();
+        int left = settings.leftRank();
+        long capacity = linkCapacity(settings.shmLinkBytes(), k);
         long size = fileBytes(k, capacity);
         Arena maps = Arena.ofShared();
         Path own = null;
@@ -165,14 +166,11 @@ final class ShmSetup {
                 leftOut[j] = new ShmLink(leftMap.asSlice(b, stride), capacity);
             }
             tcp.detach();
-            ShmEngine engine = new ShmEngine(tcp, leftOut, leftIn, rightOut, rightIn, maps, timeoutNanos, timeoutText, log);
+            ShmTransport shm = new ShmTransport(settings, connections, leftOut, leftIn, rightOut, rightIn, maps, log);
             ok = true;
-            return engine;
+            return shm;
         } catch (IOException e) {
-            for (int j = 0; j < k; j++) {
-                RingConnector.closeQuietly(tcp.channel(true, j));
-                RingConnector.closeQuietly(tcp.channel(false, j));
-            }
+            connections.closeAll();
             throw new PeerLostException("rank " + r + ": cannot take over the ring's connections for shared memory: " + e, e);
         } finally {
             deleteQuietly(own);
@@ -207,14 +205,14 @@ final class ShmSetup {
                 + "for all)");
     }
 
-    private static MemorySegment allGather(RingEngine tcp, int r, int n, int k, MemorySegment mine, Arena a, String what) {
+    private static MemorySegment allGather(TcpTransport tcp, int r, int n, int k, MemorySegment mine, Arena a, String what) {
         long b = mine.byteSize();
         MemorySegment all = a.allocate(b * n, 8);
         MemorySegment.copy(mine, 0, all, r * b, b);
         String hint = " (during " + what + " of " + RingSettings.TRANSPORT + "=shm; every rank must be started with the "
                 + "same " + RingSettings.TRANSPORT + ")";
         try {
-            tcp.run("shared-memory set-up", RingSchedule.allGather(r, n, k, b), all, null, null);
+            tcp.run(Transfer.of("shared-memory set-up", RingSchedule.allGather(r, n, k, b), all));
         } catch (DeadlineExceededException e) {
             throw new DeadlineExceededException(e.getMessage() + hint, e);
         } catch (PeerLostException e) {

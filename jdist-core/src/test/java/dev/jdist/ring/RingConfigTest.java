@@ -11,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -124,6 +125,63 @@ class RingConfigTest {
         assertThat(RingSettings.parseSpin("75")).isEqualTo(75);
         assertThatThrownBy(() -> RingSettings.parseSpin("-1")).isInstanceOf(ConfigException.class).hasMessageContaining("JDIST_RING_SPIN_US");
         assertThatThrownBy(() -> RingSettings.parseSpin("fast")).isInstanceOf(ConfigException.class).hasMessageContaining("fast");
+    }
+
+    @Test
+    void settingsFromCodeHaveTheEnvironmentDefaults() throws Exception {
+        RingHostfile hf = RingHostfile.parse(Path.of("x.json"), "[[\"127.0.0.1:1000\"], [\"127.0.0.1:1001\"]]");
+        RingSettings fromEnv = RingSettings.fromEnvironment(true, env("1", file("[[\"127.0.0.1:1000\"], [\"127.0.0.1:1001\"]]")))
+                .orElseThrow();
+        RingSettings fromCode = RingSettings.of(1, hf);
+        assertThat(fromCode.withTuning(fromEnv.tuning())).usingRecursiveComparison().ignoringFields("hostfile")
+                .isEqualTo(fromEnv);
+        assertThat(fromCode.tuning()).isEqualTo(RingSettings.Tuning.DEFAULT);
+        assertThat(fromCode.leftRank()).isZero();
+        assertThat(fromCode.rightRank()).isZero();
+        assertThat(fromCode.connectionsPerNeighbour()).isEqualTo(1);
+        assertThatThrownBy(() -> RingSettings.of(2, hf)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("rank 2").hasMessageContaining("2-rank").hasMessageContaining("x.json");
+    }
+
+    @Test
+    void aSubRingKeepsEverythingButRankAndHostfile() {
+        RingHostfile three = RingHostfile.parse(Path.of("x.json"), "[\"127.0.0.1:1\", \"127.0.0.1:2\", \"127.0.0.1:3\"]");
+        RingHostfile two = new RingHostfile(null, List.of(three.addresses(0), three.addresses(2)));
+        RingSettings.Tuning tuning = RingSettings.Tuning.DEFAULT.withSumScatterWorkBytes(1000).withSocketWindowBytes(999);
+        RingSettings parent = new RingSettings(2, three, true, Duration.ofSeconds(7), "tok", 0,
+                RingSettings.Transport.SHM, 4096, tuning);
+        RingSettings sub = parent.forRing(1, two);
+        assertThat(sub).isEqualTo(new RingSettings(1, two, true, Duration.ofSeconds(7), "tok", 0,
+                RingSettings.Transport.SHM, 4096, tuning));
+        assertThat(sub.leftRank()).isZero();
+        assertThat(two.source()).isEqualTo("the in-memory hostfile");
+        assertThat(three.source()).isEqualTo("x.json");
+    }
+
+    @Test
+    void neighboursListTheSameNumberOfAddressesInAFileOrInMemory() throws Exception {
+        Path f = file("[[\"127.0.0.1:1000\", \"127.0.0.1:1001\"], [\"127.0.0.1:1002\"]]");
+        assertThatThrownBy(() -> RingHostfile.read(f)).isInstanceOf(ConfigException.class)
+                .hasMessage("ring hostfile " + f + ": neighbouring ranks 0 and 1 list 2 and 1 addresses; every rank must "
+                        + "list the same number of addresses (one per connection to its neighbour)");
+        RingHostfile hf = RingHostfile.parse(Path.of("x.json"),
+                "[[\"127.0.0.1:1\", \"127.0.0.1:2\"], [\"127.0.0.1:3\", \"127.0.0.1:4\"]]");
+        assertThatThrownBy(() -> new RingHostfile(null, List.of(hf.addresses(0), hf.addresses(1).subList(0, 1))))
+                .isInstanceOf(ConfigException.class).hasMessageStartingWith("the in-memory ring hostfile: neighbouring ranks 0 and 1");
+        assertThatThrownBy(() -> new RingHostfile(null, List.of())).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("lists no ranks");
+        assertThatThrownBy(() -> new RingHostfile(null, List.of(List.of()))).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("rank 0) lists no addresses");
+    }
+
+    @Test
+    void tuningIsCheckedWhenBuilt() {
+        assertThat(RingSettings.Tuning.DEFAULT.socketWindowBytes()).isEqualTo(1L << 30);
+        assertThat(RingSettings.Tuning.DEFAULT.sumScatterWorkBytes()).isEqualTo(16L << 20);
+        assertThatThrownBy(() -> RingSettings.Tuning.DEFAULT.withSocketWindowBytes((1L << 30) + 1))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("socketWindowBytes");
+        assertThatThrownBy(() -> RingSettings.Tuning.DEFAULT.withSumScatterWorkBytes(0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("sumScatterWorkBytes 0");
     }
 
     @Test

@@ -3,12 +3,15 @@ package dev.jdist.ring;
 import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -21,25 +24,24 @@ class RingInProcessTest {
     @TempDir
     Path dir;
 
-    @org.junit.jupiter.api.Test
+    @Test
     void smallSocketWindowsGiveTheSameResults() throws Exception {
-        // the engine cuts every transfer into ByteBuffer views of at most 1 GiB; with 1000-byte views
+        // the TCP transport cuts every transfer into ByteBuffer views of at most 1 GiB; with 1000-byte views
         // (not a multiple of the element size) the same code paths run on small arrays
-        long saved = RingEngine.ioWindowBytes;
-        RingEngine.ioWindowBytes = 1000;
-        try {
-            allOpsAgree(3, 2);
-            allOpsAgree(2, 1);
-        } finally {
-            RingEngine.ioWindowBytes = saved;
-        }
+        RingSettings.Tuning smallWindows = RingSettings.Tuning.DEFAULT.withSocketWindowBytes(1000);
+        allOpsAgree(3, 2, smallWindows);
+        allOpsAgree(2, 1, smallWindows);
     }
 
     @ParameterizedTest
     @CsvSource({"2,1", "2,2", "3,1", "3,2", "4,1"})
     void allOpsAgree(int n, int k) throws Exception {
+        allOpsAgree(n, k, RingSettings.Tuning.DEFAULT);
+    }
+
+    private void allOpsAgree(int n, int k, RingSettings.Tuning tuning) throws Exception {
         Path hf = RingTestSupport.hostfile(dir, n, k);
-        List<String> failures = RingTestSupport.onEveryRank(hf, n, Map.of(), g -> {
+        List<String> failures = RingTestSupport.onEveryRank(hf, n, Map.of(), tuning, g -> {
             StringBuilder bad = new StringBuilder();
             int r = g.rank();
             for (int e : new int[] {0, 1, n - 1, n, 10, 1000, 3 * 262144 * 2 * 2 / 4 + 13}) {
@@ -75,6 +77,25 @@ class RingInProcessTest {
             return bad.toString();
         });
         assertThat(String.join("", failures)).isEmpty();
+    }
+
+    @Test
+    void aRingFormsFromSettingsBuiltInMemory() throws Exception {
+        // what a launcher that places ranks by other means than MLX_HOSTFILE does: RingSettings.of + RingGroup.connect
+        int n = 3;
+        int[] ports = RingTestSupport.freePorts(n);
+        List<List<RingHostfile.Address>> ranks = new ArrayList<>();
+        for (int q = 0; q < n; q++) {
+            ranks.add(List.of(new RingHostfile.Address("127.0.0.1:" + ports[q], "127.0.0.1", ports[q],
+                    new InetSocketAddress("127.0.0.1", ports[q]))));
+        }
+        RingHostfile hf = new RingHostfile(null, List.copyOf(ranks));
+        List<Double> sums = RingTestSupport.onEveryRank(n, rank -> RingSettings.of(rank, hf), g -> {
+            Array out = Array.zeros(DType.FLOAT32, 1);
+            g.allReduce(Array.fromFloats(new float[] {g.rank() + 1}, 1), out, ReduceOp.SUM);
+            return out.getDouble(0);
+        });
+        assertThat(sums).containsOnly(6.0).hasSize(n);
     }
 
     @ParameterizedTest

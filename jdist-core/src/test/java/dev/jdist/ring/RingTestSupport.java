@@ -18,6 +18,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.IntFunction;
 
 /** Test helpers: free loopback ports, hostfiles, in-process rings (one thread per rank). */
 public final class RingTestSupport {
@@ -69,15 +70,29 @@ public final class RingTestSupport {
     /** Forms an n-rank ring in this JVM (one thread per rank) and runs {@code body} on every rank. */
     public static <T> List<T> onEveryRank(Path hostfile, int n, Map<String, String> extraEnv,
                                           Function<GroupImpl, T> body) throws Exception {
+        return onEveryRank(hostfile, n, extraEnv, RingSettings.Tuning.DEFAULT, body);
+    }
+
+    /** {@link #onEveryRank(Path, int, Map, Function)} with the transports tuned as {@code tuning} says. */
+    public static <T> List<T> onEveryRank(Path hostfile, int n, Map<String, String> extraEnv, RingSettings.Tuning tuning,
+                                          Function<GroupImpl, T> body) throws Exception {
+        return onEveryRank(n, rank -> {
+            Map<String, String> env = env(rank, hostfile, "20");
+            env.putAll(extraEnv);
+            return RingSettings.fromEnvironment(true, env).orElseThrow().withTuning(tuning);
+        }, body);
+    }
+
+    /** Forms an n-rank ring in this JVM (one thread per rank, rank r with {@code settings.apply(r)}) and runs {@code body}. */
+    public static <T> List<T> onEveryRank(int n, IntFunction<RingSettings> settings, Function<GroupImpl, T> body)
+            throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(n);
         try {
             List<Future<T>> fs = new ArrayList<>();
             for (int r = 0; r < n; r++) {
                 int rank = r;
                 fs.add(pool.submit(() -> {
-                    Map<String, String> env = env(rank, hostfile, "20");
-                    env.putAll(extraEnv);
-                    try (GroupImpl g = new RingBackend().init(true, env).orElseThrow()) {
+                    try (GroupImpl g = RingGroup.connect(settings.apply(rank))) {
                         return body.apply(g);
                     }
                 }));
@@ -97,41 +112,36 @@ public final class RingTestSupport {
      */
     public static List<String> sumScatterInPieces(Path dir, int n, int k, long workBytes, Map<String, String> extraEnv)
             throws Exception {
-        long saved = RingGroup.sumScatterWorkBytes;
-        RingGroup.sumScatterWorkBytes = workBytes;
-        try {
-            return onEveryRank(hostfile(dir, n, k), n, extraEnv, g -> {
-                StringBuilder bad = new StringBuilder();
-                int r = g.rank();
-                for (int chunk : new int[] {1, 7, 1001, 300_000}) {
-                    int e = chunk * n;
-                    float[] v = new float[e];
-                    for (int i = 0; i < e; i++) v[i] = (i % 11) * (r + 1);
-                    Array in = Array.fromFloats(v, e);
-                    Array out = Array.zeros(DType.FLOAT32, chunk);
-                    for (int round = 0; round < 2; round++) {
-                        g.sumScatter(in, out);
-                        for (int i = 0; i < chunk; i++) {
-                            float want = ((r * chunk + i) % 11) * n * (n + 1) / 2f;
-                            if (out.getDouble(i) != want) {
-                                bad.append("rank ").append(r).append(" chunk=").append(chunk).append(" i=").append(i)
-                                        .append(" got ").append(out.getDouble(i)).append(" want ").append(want).append('\n');
-                                break;
-                            }
-                        }
-                    }
-                    for (int i = 0; i < e; i += 97) {
-                        if (in.getDouble(i) != v[i]) {
-                            bad.append("rank ").append(r).append(": input changed at ").append(i).append('\n');
+        RingSettings.Tuning tuning = RingSettings.Tuning.DEFAULT.withSumScatterWorkBytes(workBytes);
+        return onEveryRank(hostfile(dir, n, k), n, extraEnv, tuning, g -> {
+            StringBuilder bad = new StringBuilder();
+            int r = g.rank();
+            for (int chunk : new int[] {1, 7, 1001, 300_000}) {
+                int e = chunk * n;
+                float[] v = new float[e];
+                for (int i = 0; i < e; i++) v[i] = (i % 11) * (r + 1);
+                Array in = Array.fromFloats(v, e);
+                Array out = Array.zeros(DType.FLOAT32, chunk);
+                for (int round = 0; round < 2; round++) {
+                    g.sumScatter(in, out);
+                    for (int i = 0; i < chunk; i++) {
+                        float want = ((r * chunk + i) % 11) * n * (n + 1) / 2f;
+                        if (out.getDouble(i) != want) {
+                            bad.append("rank ").append(r).append(" chunk=").append(chunk).append(" i=").append(i)
+                                    .append(" got ").append(out.getDouble(i)).append(" want ").append(want).append('\n');
                             break;
                         }
                     }
-                    if (in.getDouble(e - 1) != v[e - 1]) bad.append("rank ").append(r).append(": input changed at the end\n");
                 }
-                return bad.toString();
-            });
-        } finally {
-            RingGroup.sumScatterWorkBytes = saved;
-        }
+                for (int i = 0; i < e; i += 97) {
+                    if (in.getDouble(i) != v[i]) {
+                        bad.append("rank ").append(r).append(": input changed at ").append(i).append('\n');
+                        break;
+                    }
+                }
+                if (in.getDouble(e - 1) != v[e - 1]) bad.append("rank ").append(r).append(": input changed at the end\n");
+            }
+            return bad.toString();
+        });
     }
 }

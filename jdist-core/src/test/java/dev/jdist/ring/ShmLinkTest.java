@@ -161,7 +161,7 @@ class ShmLinkTest {
                         if (rnd.nextBoolean()) {
                             consumer.read(dst, done, n);
                         } else {
-                            // in place, as the engine reduces: up to the wrap, then release
+                            // in place, as the transport reduces: up to the wrap, then release
                             n = Math.min(n, consumer.contiguous());
                             MemorySegment.copy(consumer.data(), consumer.readOffset(), dst, done, n);
                             consumer.release(n);

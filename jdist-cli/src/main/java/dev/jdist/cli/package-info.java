@@ -1,0 +1,7 @@
+/**
+ * The {@code jdist} command: one picocli class per subcommand (launch, config, bench, doctor), the options they
+ * declare, and {@link dev.jdist.cli.FailureHandler}, the one place where a failure becomes output and an exit status.
+ * Subcommands call into {@code launch}, {@code config}, {@code bench} and {@code doctor}; nothing below imports this
+ * package.
+ */
+package dev.jdist.cli;
