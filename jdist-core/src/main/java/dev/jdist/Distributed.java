@@ -1,8 +1,16 @@
 package dev.jdist;
 
+import dev.jdist.cluster.ClusterJob;
+import dev.jdist.cluster.JobDiscovery;
+import dev.jdist.cluster.JobSource;
+import dev.jdist.rendezvous.GroupAgreement;
+import dev.jdist.rendezvous.Rendezvous;
+import dev.jdist.rendezvous.RendezvousSession;
 import dev.jdist.spi.Backend;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.JobTable;
 
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -22,6 +30,8 @@ public final class Distributed {
     /** The order {@code "any"} tries backends in (MLX's order). */
     static final List<String> ANY_ORDER = List.of("nccl", "ring", "mpi", "jaccl");
     static final List<String> VALID_NAMES = List.of("any", "ring", "jaccl", "mpi", "nccl");
+    /** The backend {@code init()} (backend {@code "any"}) uses instead of trying them in order. */
+    public static final String BACKEND_VARIABLE = "JDIST_BACKEND";
 
     private static final Map<String, Group> CACHE = new HashMap<>();
     private static Map<String, Backend> backends;      // null until first use; guarded by the class lock
@@ -50,6 +60,14 @@ public final class Distributed {
      *       {@code "any"}: {@code "jaccl"}, never {@code "any"}); a strict failure caches nothing.</li>
      * </ol>
      * A backend that finds its configuration but fails to start throws whatever {@code strict} is.
+     *
+     * <p>The job is found in the environment in the order of docs/clusters.md ({@link JobDiscovery}): the backends'
+     * own MLX variables first, exactly as before; otherwise a job found from jdist, torchrun, Trainer v2, MPI-launcher,
+     * Slurm or Kubernetes variables meets through the rendezvous store and the backend forms its group from the agreed
+     * table. {@code JDIST_BACKEND} stands in for {@code "any"}. Under {@code "any"} an MPI launcher's job stays an
+     * MPI job (as before); name the ring (or set {@code JDIST_BACKEND=ring}) to use the launcher only to start
+     * processes. A process whose environment describes a job of several processes never falls back to the 1-rank
+     * group: when no backend forms the group, that is a {@link ConfigException} naming what was found.
      */
     public static synchronized Group init(boolean strict, String backend, Map<String, String> env) {
         if (backend == null || !VALID_NAMES.contains(backend)) {
@@ -59,9 +77,15 @@ public final class Distributed {
         Group cached = CACHE.get(backend);
         if (cached != null) return cached;
 
-        boolean any = backend.equals("any");
-        List<String> candidates = any ? ANY_ORDER : List.of(backend);
-        String lastTried = backend;
+        String chosen = chosenBackend(backend, env);
+        JobDiscovery.Finding finding = JobDiscovery.inspect(env);
+        boolean any = chosen.equals("any");
+        // the mpi backend starts itself (MPI_Init); under "any" an MPI launcher's job stays an MPI job, as before
+        if (finding.job().isPresent() && !chosen.equals("mpi") && !(any && finding.source() == JobSource.MPI)) {
+            return joinThroughRendezvous(chosen, finding.job().get(), env);
+        }
+        List<String> candidates = any ? ANY_ORDER : List.of(chosen);
+        String lastTried = chosen;
         for (String name : candidates) {
             lastTried = name;
             Backend b = backends().get(name);
@@ -74,23 +98,130 @@ public final class Distributed {
             }
             Optional<GroupImpl> impl = b.init(!any && strict, env);   // "any" tries each non-strictly
             if (impl != null && impl.isPresent()) {
-                GroupImpl g = impl.get();
-                Group group = new Group(g, OperationTrace.WORLD);
-                CACHE.put(name, group);
-                CACHE.putIfAbsent("any", group);
-                return group;
+                return cache(name, formed(impl.get(), name, env));
             }
         }
         if (strict) {
             throw new ConfigException(any
                     ? "could not initialize any distributed backend (tried " + String.join(", ", ANY_ORDER)
                       + "); launch with `jdist launch` or set MLX_RANK and MLX_HOSTFILE"
-                    : "the '" + backend + "' backend is not configured; launch with `jdist launch --backend "
-                      + backend + "` or set its environment variables");
+                    : "the '" + chosen + "' backend is not configured; launch with `jdist launch --backend "
+                      + chosen + "` or set its environment variables");
         }
+        String alone = JobEvidence.severalProcesses(finding, env, candidates, Distributed::unavailableReason);
+        if (alone != null) throw new ConfigException(alone);
         Group singleton = Group.singleton();
         CACHE.put(lastTried, singleton);
         return singleton;
+    }
+
+    /** {@code JDIST_BACKEND} stands in for {@code "any"}: the backend {@code init()} uses without code changes. */
+    private static String chosenBackend(String backend, Map<String, String> env) {
+        if (!backend.equals("any")) return backend;
+        String v = env.get(BACKEND_VARIABLE);
+        if (v == null || v.isBlank()) return "any";
+        String t = v.strip();
+        if (!VALID_NAMES.contains(t)) {
+            throw new ConfigException(BACKEND_VARIABLE + "=\"" + v + "\" is not a backend; use one of "
+                    + String.join(", ", VALID_NAMES) + " (or unset it: \"any\")");
+        }
+        return t;
+    }
+
+    /** A group formed from MLX variables: with a job token every rank is jdist, so the ranks agree over the group. */
+    private static Group formed(GroupImpl impl, String name, Map<String, String> env) {
+        String token = env.get("JDIST_JOB_TOKEN");
+        JobTable table = null;
+        if (token != null && !token.isEmpty() && impl.size() > 1) {
+            try {
+                table = GroupAgreement.check(impl, name, env);
+            } catch (RuntimeException e) {
+                impl.close();
+                throw e;
+            }
+        }
+        return new Group(impl, OperationTrace.WORLD, table, null);
+    }
+
+    private static Group cache(String name, Group group) {
+        CACHE.put(name, group);
+        CACHE.putIfAbsent("any", group);
+        return group;
+    }
+
+    /** A job found without MLX variables: meet through the store, then the chosen backend joins from the table. */
+    private static Group joinThroughRendezvous(String chosen, ClusterJob job, Map<String, String> env) {
+        RendezvousSession rv;
+        try {
+            rv = Rendezvous.open(job, env);
+        } catch (DistributedException e) {
+            // a rank that cannot be a member (rank not below its size) still tried to tell the others; that failed too
+            if (job.problem() != null) throw new ConfigException(job.problem() + " (it could not tell the others: " + e.getMessage() + ")", e);
+            throw e;
+        }
+        Group group = fromRendezvous(chosen, rv, "this process is rank " + job.rank() + " of a " + job.size() + "-process job ("
+                + job.describe() + ")");
+        return cache(group.backend(), group);
+    }
+
+    /**
+     * The chosen backend (under {@code "any"}: the first in MLX's order that can start here) joins from {@code rv};
+     * the group owns {@code rv} from then on. Closes {@code rv} on failure.
+     */
+    private static Group fromRendezvous(String chosen, RendezvousSession rv, String who) {
+        boolean any = chosen.equals("any");
+        List<String> candidates = any ? ANY_ORDER : List.of(chosen);
+        try {
+            List<String> declined = new ArrayList<>();
+            for (String name : candidates) {
+                Backend b = backends().get(name);
+                if (b == null) {
+                    if (!any) {
+                        throw new ConfigException("the '" + name + "' backend is not part of this jdist build; "
+                                + "add its module to the classpath or pick another backend");
+                    }
+                    continue;
+                }
+                if (rv.table().isPresent()) break;   // a backend agreed and then declined: nothing else may try
+                Optional<GroupImpl> impl = b.join(!any, rv);   // a named backend must start: never a 1-rank group
+                if (impl != null && impl.isPresent()) {
+                    GroupImpl g = impl.get();
+                    return new Group(g, OperationTrace.WORLD, rv.table().orElse(null), rv);
+                }
+                declined.add(name + (b.unavailableReason().map(r -> " (" + r + ")").orElse("")));
+            }
+            throw new ConfigException(who + " but no backend could start from the rendezvous (declined: "
+                    + String.join("; ", declined) + "); choose one that runs here with " + BACKEND_VARIABLE);
+        } catch (RuntimeException | Error e) {
+            rv.close();
+            throw e;
+        }
+    }
+
+    /** {@code connect(rank, size, exchange, "ring", System.getenv())}. */
+    public static Group connect(int rank, int size, AllGatherFactory exchange) {
+        return connect(rank, size, exchange, "ring", System.getenv());
+    }
+
+    /**
+     * Forms a new group of {@code size} processes from an all-gather the caller provides instead of the environment:
+     * Spark's {@code BarrierTaskContext.allGather}, or any embedder that already runs its processes together. Every
+     * process calls it with its own {@code rank} and the same {@code size}; {@code exchange.create(rank, size)} must
+     * return the rank-ordered concatenation of every process's bytes (as for JACCL's side channel). The processes
+     * exchange their records through it and run the agreement check (docs/clusters.md), then {@code backend}
+     * ({@code "ring"}, {@code "nccl"}, or {@code "any"}: nccl where a GPU is usable, else the ring) connects.
+     *
+     * <p>Not cached, unlike {@link #init()}: each call forms a fresh group, which the caller closes. Addresses come
+     * from {@code JDIST_IFNAME} in {@code env}, else this host's first non-loopback IPv4 address. How long it waits
+     * is the exchange's business; the backend's connections are bounded by {@code JDIST_TIMEOUT}.
+     */
+    public static Group connect(int rank, int size, AllGatherFactory exchange, String backend, Map<String, String> env) {
+        if (backend == null || !VALID_NAMES.contains(backend) || backend.equals("mpi") || backend.equals("jaccl")) {
+            throw new IllegalArgumentException("Distributed.connect forms a 'ring' or 'nccl' group (or 'any': nccl where a GPU "
+                    + "is usable, else the ring), not '" + backend + "'");
+        }
+        RendezvousSession rv = Rendezvous.over(rank, size, exchange, env);
+        return fromRendezvous(backend, rv, "rank " + rank + " of " + size + " (Distributed.connect)");
     }
 
     /**

@@ -1,8 +1,10 @@
 package dev.jdist;
 
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.JobTable;
 
 import java.util.Arrays;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -15,10 +17,19 @@ public final class Group implements AutoCloseable {
     private final GroupImpl impl;          // null for the singleton
     private final OperationQueue queue;
     private final OperationTrace trace;
+    private final JobTable jobTable;       // null when the members are not known to be jdist
+    private final AutoCloseable attached;  // closed after impl (the rendezvous store), or null
 
     /** A group over {@code impl}; {@code label} names it in trace events ({@link OperationTrace#WORLD} or a split's label). */
     Group(GroupImpl impl, String label) {
+        this(impl, label, null, null);
+    }
+
+    /** As {@link #Group(GroupImpl, String)}, with the members' rendezvous records and what to close after {@code impl}. */
+    Group(GroupImpl impl, String label, JobTable jobTable, AutoCloseable attached) {
         this.impl = impl;
+        this.jobTable = jobTable;
+        this.attached = attached;
         this.trace = impl == null ? new OperationTrace(label, "singleton", 0, 1)
                 : new OperationTrace(label, impl.backendName(), impl.rank(), impl.size());
         this.queue = new OperationQueue(impl == null ? "singleton" : impl.backendName() + " rank " + impl.rank(), trace);
@@ -241,9 +252,27 @@ public final class Group implements AutoCloseable {
     /** The backend implementation (for backends' own tests and for jdist's nn helpers). */
     public GroupImpl impl() { return impl; }
 
+    /**
+     * jdist-internal (heartbeats, connections between any two ranks, algorithm choices): every member's published
+     * record (address, ports, versions, capabilities) when every member is known to be jdist — the job met through a
+     * rendezvous, or formed from MLX variables with a job token; empty otherwise (MLX peers may be present) and for
+     * groups made by {@link #split}.
+     */
+    public Optional<JobTable> jobTable() { return Optional.ofNullable(jobTable); }
+
     @Override
     public void close() {
         queue.close();
-        if (impl != null) impl.close();
+        try {
+            if (impl != null) impl.close();
+        } finally {
+            if (attached != null) {
+                try {
+                    attached.close();
+                } catch (Exception ignored) {
+                    // the rendezvous store: closing is best effort
+                }
+            }
+        }
     }
 }

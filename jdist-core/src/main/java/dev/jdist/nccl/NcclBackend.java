@@ -4,6 +4,8 @@ import dev.jdist.ConfigException;
 import dev.jdist.DistributedException;
 import dev.jdist.spi.Backend;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.JobRendezvous;
+import dev.jdist.spi.RankOffer;
 
 import java.lang.foreign.MemorySegment;
 import java.util.HashMap;
@@ -84,13 +86,7 @@ public final class NcclBackend implements Backend {
         if (maybe.isEmpty()) return Optional.empty();
         NcclConfig cfg = maybe.get();
 
-        Map<String, String> libEnv = new HashMap<>();
-        for (String v : LIBRARY_VARS) {
-            String value = initEnv.containsKey(v) ? initEnv.get(v) : env.get(v);
-            if (value != null) libEnv.put(v, value);
-        }
-        libEnv.put("CUDA_VISIBLE_DEVICES", initEnv.getOrDefault("CUDA_VISIBLE_DEVICES",
-                env.getOrDefault("CUDA_VISIBLE_DEVICES", "unset")));
+        Map<String, String> libEnv = libraryEnv(initEnv);
         Optional<String> reason = probe(libEnv);
         if (reason.isPresent()) {
             if (!strict) return Optional.empty();
@@ -101,9 +97,51 @@ public final class NcclBackend implements Backend {
         return Optional.of(connect(cfg, n));
     }
 
+    /**
+     * NCCL from a rendezvous (docs/clusters.md): the device is the local rank (else the rank) modulo the visible
+     * devices, and rank 0's unique id travels through the rendezvous instead of NCCL_HOST_IP:NCCL_PORT. Not
+     * available here (no library, no device): empty when {@code strict} is false, before anything is exchanged.
+     */
+    @Override
+    public Optional<GroupImpl> join(boolean strict, JobRendezvous rendezvous) {
+        Map<String, String> libEnv = libraryEnv(rendezvous.env());
+        Optional<String> reason = probe(libEnv);
+        if (reason.isPresent()) {
+            if (!strict) return Optional.empty();
+            throw new ConfigException("the nccl backend was chosen (" + rendezvous.description() + ") but cannot run here: "
+                    + reason.get());
+        }
+        NcclNatives n = NcclNatives.load(libEnv);
+        int devices = n.cuda().deviceCount();
+        int device = rendezvous.localRank().orElse(rendezvous.rank()) % devices;
+        rendezvous.agree(new RankOffer("nccl", Map.of(), List.of(), List.of("nccl")));
+        byte[] mine = new byte[0];
+        if (rendezvous.rank() == 0) {
+            n.cuda().setDevice(device);
+            mine = n.nccl().getUniqueId();
+        }
+        byte[] id = rendezvous.exchange("nccl-unique-id", mine).getFirst();
+        if (id.length != NcclApi.UNIQUE_ID_BYTES) {
+            throw new DistributedException("nccl rank " + rendezvous.rank() + ": rank 0 published an NCCL unique id of " + id.length
+                    + " bytes, not " + NcclApi.UNIQUE_ID_BYTES);
+        }
+        return Optional.of(communicator(n, device, rendezvous.rank(), rendezvous.size(), id));
+    }
+
+    /** The library variables from the init environment, else from this backend's own. */
+    private Map<String, String> libraryEnv(Map<String, String> initEnv) {
+        Map<String, String> libEnv = new HashMap<>();
+        for (String v : LIBRARY_VARS) {
+            String value = initEnv.containsKey(v) ? initEnv.get(v) : env.get(v);
+            if (value != null) libEnv.put(v, value);
+        }
+        libEnv.put("CUDA_VISIBLE_DEVICES", initEnv.getOrDefault("CUDA_VISIBLE_DEVICES",
+                env.getOrDefault("CUDA_VISIBLE_DEVICES", "unset")));
+        return libEnv;
+    }
+
     /** Device selection (§6.2), the unique-id bootstrap (§6.3) and {@code ncclCommInitRank} (§6.4). */
     static NcclGroup connect(NcclConfig cfg, NcclNatives n) {
-        String who = "nccl rank " + cfg.rank() + " of " + cfg.worldSize();
         int devices = n.cuda().deviceCount();
         int device = cfg.rank() % devices;
         n.cuda().setDevice(device);
@@ -111,10 +149,16 @@ public final class NcclBackend implements Backend {
             n.cuda().setDevice(device);
             return n.nccl().getUniqueId();
         });
+        return communicator(n, device, cfg.rank(), cfg.worldSize(), id);
+    }
+
+    /** {@code ncclCommInitRank} with the shared id, and the group's stream. */
+    private static NcclGroup communicator(NcclNatives n, int device, int rank, int size, byte[] id) {
+        String who = "nccl rank " + rank + " of " + size;
         n.cuda().setDevice(device);
         MemorySegment comm;
         try {
-            comm = n.nccl().commInitRank(cfg.worldSize(), id, cfg.rank());
+            comm = n.nccl().commInitRank(size, id, rank);
         } catch (DistributedException e) {
             throw new DistributedException(who + " (cuda:" + device + "): " + e.getMessage(), e);
         }

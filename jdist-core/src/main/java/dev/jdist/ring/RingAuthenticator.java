@@ -23,11 +23,14 @@ import java.security.SecureRandom;
  * j is the connection index as a 4-byte big-endian integer. Each side proves it knows the token
  * without revealing it, and fresh nonces prevent replay. A connector that fails it is dropped and
  * the acceptor keeps waiting for the genuine neighbour.
+ *
+ * <p>Public so that jdist's other start-up connections (the rendezvous store) prove the same token the same way;
+ * they pass a channel number j outside the ring's connection indices, which keeps their proofs apart.
  */
-final class RingAuthenticator {
+public final class RingAuthenticator {
     static final byte[] MAGIC = "JDISTAU1".getBytes(StandardCharsets.US_ASCII);
-    static final int NONCE = 32;
-    static final int MAC = 32;
+    public static final int NONCE = 32;
+    public static final int MAC = 32;
     static final int HELLO = MAGIC.length + NONCE;
     static final int CHALLENGE_REPLY = NONCE + MAC;
     static final byte ACCEPTED = 1;
@@ -35,21 +38,21 @@ final class RingAuthenticator {
     private static final SecureRandom RANDOM = new SecureRandom();
     private final SecretKeySpec key;
 
-    RingAuthenticator(String token) {
+    public RingAuthenticator(String token) {
         this.key = new SecretKeySpec(token.getBytes(StandardCharsets.UTF_8), "HmacSHA256");
     }
 
-    static byte[] nonce() {
+    public static byte[] nonce() {
         byte[] b = new byte[NONCE];
         RANDOM.nextBytes(b);
         return b;
     }
 
-    byte[] acceptorMac(int j, byte[] nonceC, byte[] nonceA) { return mac("jdist-ring acceptor", j, nonceC, nonceA); }
+    public byte[] acceptorMac(int j, byte[] nonceC, byte[] nonceA) { return mac("jdist-ring acceptor", j, nonceC, nonceA); }
 
-    byte[] connectorMac(int j, byte[] nonceA, byte[] nonceC) { return mac("jdist-ring connector", j, nonceA, nonceC); }
+    public byte[] connectorMac(int j, byte[] nonceA, byte[] nonceC) { return mac("jdist-ring connector", j, nonceA, nonceC); }
 
-    static boolean same(byte[] a, byte[] b) { return MessageDigest.isEqual(a, b); }
+    public static boolean same(byte[] a, byte[] b) { return MessageDigest.isEqual(a, b); }
 
     private byte[] mac(String label, int j, byte[] first, byte[] second) {
         try {

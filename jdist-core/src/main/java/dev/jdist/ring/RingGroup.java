@@ -70,12 +70,29 @@ public final class RingGroup implements GroupImpl {
 
     /** Forms the world ring described by {@code settings}: binds own addresses, connects, accepts. */
     public static RingGroup connect(RingSettings settings) {
+        return connect(settings, null);
+    }
+
+    /**
+     * As {@link #connect(RingSettings)} with this rank's listeners already bound, listening and non-blocking, one per own
+     * address in order (a rendezvous binds them before it publishes their ports, so no other process can take a port
+     * in between); null binds them here. Takes ownership of the channels: they are closed either way.
+     */
+    public static RingGroup connect(RingSettings settings, List<ServerSocketChannel> boundListeners) {
         RingLog log = new RingLog(settings.verbose(), "rank " + settings.rank());
+        int own = settings.hostfile().addresses(settings.rank()).size();
+        if (boundListeners != null && (settings.size() == 1 || boundListeners.size() != own)) {
+            for (ServerSocketChannel ch : boundListeners) RingConnector.closeQuietly(ch);
+            if (settings.size() > 1) {
+                throw new IllegalArgumentException("rank " + settings.rank() + " was given " + boundListeners.size()
+                        + " bound listeners for " + own + " own addresses");
+            }
+        }
         if (settings.size() == 1) {
             log.log("the hostfile lists one rank: a 1-rank group, no connections");
             return new RingGroup(settings, null);
         }
-        return form(settings, RingConnector.listenOnOwnAddresses(settings), log);
+        return form(settings, boundListeners != null ? boundListeners : RingConnector.listenOnOwnAddresses(settings), log);
     }
 
     /**

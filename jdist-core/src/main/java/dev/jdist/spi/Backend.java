@@ -45,4 +45,18 @@ public interface Backend {
     default Optional<GroupImpl> init(boolean strict, Map<String, String> env, dev.jdist.AllGatherFactory sideChannel) {
         throw new IllegalArgumentException("the '" + name() + "' backend takes no custom side channel; only 'jaccl' does");
     }
+
+    /**
+     * Forms this process's group for a job found through a rendezvous instead of the backend's own variables
+     * (docs/clusters.md): bind what the backend listens on, {@link JobRendezvous#agree} with the others, connect.
+     *
+     * @param strict when true, "this backend cannot run here" is a {@link dev.jdist.ConfigException}; when false
+     *               it is an empty result, and the caller tries the next backend (before anything was exchanged)
+     * @return the group, or empty when the backend cannot start this way here and {@code strict} is false
+     */
+    default Optional<GroupImpl> join(boolean strict, JobRendezvous rendezvous) {
+        if (!strict) return Optional.empty();
+        throw new dev.jdist.ConfigException("the '" + name() + "' backend cannot start from a rendezvous (" + rendezvous.description()
+                + "); use the ring or nccl backend, or start the job with the '" + name() + "' backend's own variables");
+    }
 }

@@ -21,7 +21,15 @@ public final class JdistTimeout {
 
     /** Seconds ({@code 30}, {@code 2.5}) or with a unit ({@code 500ms}, {@code 30s}, {@code 2m}); unset or blank → {@link #DEFAULT}. */
     public static Duration parse(String value) {
-        if (value == null || value.isBlank()) return DEFAULT;
+        return parse(VARIABLE, value, DEFAULT);
+    }
+
+    /**
+     * The same syntax for another variable ({@code JDIST_RENDEZVOUS_TIMEOUT}): unset or blank → {@code fallback};
+     * a bad value is a {@link ConfigException} naming {@code variable}.
+     */
+    public static Duration parse(String variable, String value, Duration fallback) {
+        if (value == null || value.isBlank()) return fallback;
         Matcher m = FORM.matcher(value.trim().toLowerCase(Locale.ROOT));
         if (m.matches()) {
             double amount = Double.parseDouble(m.group(1));
@@ -32,7 +40,7 @@ public final class JdistTimeout {
             };
             if (millis >= 1 && millis <= MAX_MILLIS) return Duration.ofNanos(Math.round(millis * 1e6));
         }
-        throw new ConfigException(VARIABLE + "=\"" + value + "\" is not a duration: use seconds (30, 2.5) or a unit (500ms, 30s, 2m),"
-                + " between 1 ms and 7 days; unset it for the default of " + DEFAULT.toSeconds() + " s");
+        throw new ConfigException(variable + "=\"" + value + "\" is not a duration: use seconds (30, 2.5) or a unit (500ms, 30s, 2m),"
+                + " between 1 ms and 7 days; unset it for the default of " + fallback.toSeconds() + " s");
     }
 }

@@ -1,0 +1,20 @@
+package dev.jdist.spi;
+
+/**
+ * What a jdist rank says about itself when it meets the others (the rendezvous record, the agreement check):
+ * the release it was built from and the version of the protocols jdist ranks speak among themselves.
+ */
+public final class JdistVersion {
+
+    /**
+     * The version of everything jdist ranks exchange beyond MLX's bytes: the rendezvous store's wire, the
+     * start-up record, the ring's jdist extensions (authentication, split, sum_scatter). Raised whenever one of
+     * them changes incompatibly; ranks with different values refuse to form a group.
+     */
+    public static final int WIRE_PROTOCOL = 1;
+
+    private JdistVersion() {}
+
+    /** The jdist release ({@code 0.1.0-SNAPSHOT}): the one version string, from the build ({@link dev.jdist.BuildInfo}). */
+    public static String release() { return dev.jdist.BuildInfo.version(); }
+}
