@@ -1,0 +1,155 @@
+package dev.jdist.launch;
+
+import dev.jdist.rendezvous.ClusterCheckProgram;
+import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.JdistCli;
+import dev.jdist.testing.SlurmCluster;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * jdist under a real Slurm (Debian's slurm-wlm, started by {@link SlurmCluster}): {@code srun -n 4 java ...} forms a
+ * 4-rank ring from Slurm's variables, a batch script or {@code salloc} shell that runs java directly gets the documented
+ * error, and {@code jdist doctor --env} says what each process found. The program is the one every cluster test runs
+ * ({@link ClusterCheckProgram}: values checked on every rank).
+ */
+@Timeout(300)
+class SlurmIT {
+
+    private static final Duration T = Duration.ofSeconds(180);
+    private static SlurmCluster slurm;
+    private static Path bin;
+
+    @BeforeAll
+    static void startSlurm() throws Exception {
+        slurm = SlurmCluster.start();
+        // a `jdist` command for scripts: the built jar, run by this JDK
+        bin = Files.createTempDirectory("jdist-slurm-bin-");
+        Path jdist = bin.resolve("jdist");
+        Files.writeString(jdist, "#!/bin/sh\nexec '" + JdistCli.java() + "' -jar '" + jar() + "' \"$@\"\n");
+        Files.setPosixFilePermissions(jdist, PosixFilePermissions.fromString("rwxr-xr-x"));
+    }
+
+    @AfterAll
+    static void stopSlurm() throws Exception {
+        if (slurm != null) slurm.close();
+        if (bin != null) {
+            Files.deleteIfExists(bin.resolve("jdist"));
+            Files.deleteIfExists(bin);
+        }
+    }
+
+    static Path jar() {
+        JdistCli.argv(List.of()); // fails with a clear message when the jar was not built
+        return JdistCli.JAR;
+    }
+
+    /** Where ClusterCheckProgram's class is (jdist-core's test classes or test jar). */
+    static String checkProgramClassPath() {
+        try {
+            return Path.of(ClusterCheckProgram.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+        } catch (URISyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** {@code java <jdist flags> -cp jdist.jar:<check program> ClusterCheckProgram}: the program every cluster test runs. */
+    static List<String> checkProgram() {
+        return List.of(JdistCli.java(), "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
+                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m",
+                "-cp", jar() + ":" + checkProgramClassPath(), ClusterCheckProgram.class.getName());
+    }
+
+    /** What the jobs get besides Slurm's own variables: a deadline, and PATH with the `jdist` wrapper. */
+    static Map<String, String> jobEnv() {
+        Map<String, String> env = new HashMap<>();
+        env.put("JDIST_TIMEOUT", "60");
+        env.put("PATH", bin + ":" + System.getenv().getOrDefault("PATH", "/usr/bin:/bin"));
+        return env;
+    }
+
+    static void assertEveryRankOk(String output, int n) {
+        for (int r = 0; r < n; r++) {
+            assertThat(output).as("output:%n%s%n%s", output, slurm.logs())
+                    .contains("rank " + r + " of " + n + ": OK (backend ring, source slurm)");
+        }
+        assertThat(output).doesNotContain("WRONG").doesNotContain("FAILED");
+    }
+
+    @Test
+    void srunStartsA4RankRingFromSlurmsVariables() {
+        List<String> cmd = new ArrayList<>(List.of("srun", "-n", "4", "--kill-on-bad-exit=1"));
+        cmd.addAll(checkProgram());
+        CommandResult r = slurm.run(T, null, jobEnv(), cmd);
+        assertThat(r.exitCode()).as("%s%n%s", r, slurm.logs()).isZero();
+        assertEveryRankOk(r.stdout(), 4);
+    }
+
+    @Test
+    void doctorEnvUnderSrunNamesSlurmAndTheRendezvous() {
+        CommandResult r = slurm.run(T, null, jobEnv(), List.of("srun", "-n", "2", "--label", "jdist", "doctor", "--env"));
+        assertThat(r.exitCode()).as("%s%n%s", r, slurm.logs()).isZero();
+        for (int t = 0; t < 2; t++) {
+            assertThat(r.stdout()).contains(t + ": job source: slurm")
+                    .contains(t + ":   SLURM_PROCID=" + t)
+                    .contains(t + ":   SLURM_STEP_NUM_TASKS=2")
+                    .contains(t + ":   SLURM_LOCALID=" + t)
+                    .contains(t + ": Distributed.init(): rank " + t + " of 2; meets the other ranks through the rendezvous");
+        }
+        Matcher port = Pattern.compile("rendezvous at localhost:(\\d+) \\(host: first node of SLURM_STEP_NODELIST=localhost; "
+                + "port: port \\d+ derived from SLURM_JOB_ID=(\\d+) and SLURM_STEP_ID=0\\)").matcher(r.stdout());
+        assertThat(port.find()).as(r.stdout()).isTrue();
+    }
+
+    @Test
+    void aBatchScriptThatRunsJavaDirectlyWithSeveralTasksGetsTheDocumentedError(@TempDir Path dir) throws Exception {
+        Path out = dir.resolve("job.out");
+        Path script = dir.resolve("direct.sbatch");
+        Files.writeString(script, "#!/bin/sh\n#SBATCH --ntasks=4\n#SBATCH --output=" + out + "\n"
+                + "env | grep '^SLURM_' | sort\n"
+                + "echo '---- doctor'\n"
+                + "jdist doctor --env\n"
+                + "echo \"doctor exit $?\"\n"
+                + "echo '---- java'\n"
+                + String.join(" ", checkProgram()) + "\n"
+                + "echo \"java exit $?\"\n");
+        CommandResult r = slurm.sbatchWait(T, dir, jobEnv(), script);
+        String job = JdistCli.read(out);
+        assertThat(r.exitCode()).as("%s%njob output:%n%s%n%s", r, job, slurm.logs()).isZero();
+        // what Slurm 22.05 sets in a batch script: the job's task count, SLURM_PROCID=0 (!), and no step id
+        assertThat(job).contains("SLURM_NTASKS=4").contains("SLURM_PROCID=0").doesNotContain("SLURM_STEP_ID=")
+                .doesNotContain("SLURM_STEPID=");
+        String error = "runs inside Slurm job ";
+        assertThat(job).contains("doctor exit 1").contains("java exit 3")
+                .contains("FAILED: ConfigException: this process " + error)
+                .contains("(SLURM_NTASKS=4) but not as a task of a job step (no SLURM_STEP_ID: the batch script or an salloc "
+                        + "shell), so it cannot tell its rank: start the ranks with `srun` (or `jdist launch`)");
+    }
+
+    @Test
+    void anSallocShellThatRunsJavaDirectlyGetsTheDocumentedError() {
+        List<String> cmd = new ArrayList<>(List.of("salloc", "--ntasks=4"));
+        cmd.addAll(checkProgram());
+        CommandResult r = slurm.run(T, null, jobEnv(), cmd);
+        assertThat(r.exitCode()).as("%s%n%s", r, slurm.logs()).isEqualTo(3);
+        assertThat(r.stdout()).contains("FAILED: ConfigException: this process runs inside Slurm job ")
+                .contains("(SLURM_NTASKS=4) but not as a task of a job step");
+    }
+}
