@@ -10,6 +10,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * One task of {@code jdist launch --launcher srun} whose command is not a Java program (an MLX program, a script): meets
@@ -26,6 +28,9 @@ public final class HandOffTask {
     public static final String CONNECTIONS = "--connections";
     /** Exit status when the rendezvous failed (the command never started). */
     static final int FAILED = 1;
+    /** The hostfile's folder: {@code jdist-handoff-<pid>-<random>} in the temp folder. */
+    static final String PREFIX = "jdist-handoff-";
+    private static final Pattern FOLDER = Pattern.compile("^" + PREFIX + "(\\d+)-");
 
     private HandOffTask() {
     }
@@ -42,14 +47,21 @@ public final class HandOffTask {
         }
         int connections = 1;
         for (String a : args.subList(0, dash)) {
-            if (a.startsWith(CONNECTIONS + "=")) connections = Integer.parseInt(a.substring(CONNECTIONS.length() + 1));
+            try {
+                connections = Integer.parseInt(a.substring(a.indexOf('=') + 1));
+                if (!a.startsWith(CONNECTIONS + "=") || connections < 1 || connections > 8) throw new NumberFormatException();
+            } catch (NumberFormatException e) {
+                System.err.println("jdist hand-off: '" + a + "' is not " + CONNECTIONS + "=C with C from 1 to 8");
+                return 2;
+            }
         }
         List<String> command = args.subList(dash + 1, args.size());
         String who = "jdist launch (task " + env.getOrDefault("SLURM_PROCID", "?") + ")";
         Path dir;
         MlxHandOff.Result r;
         try {
-            dir = Files.createTempDirectory("jdist-handoff-");
+            removeStale(Path.of(System.getProperty("java.io.tmpdir")));
+            dir = Files.createTempDirectory(PREFIX + ProcessHandle.current().pid() + "-");
         } catch (IOException e) {
             System.err.println(who + ": cannot create a folder for the MLX hostfile: " + e.getMessage());
             return FAILED;
@@ -100,6 +112,21 @@ public final class HandOffTask {
             } catch (IllegalArgumentException | UnsupportedOperationException ignored) {
                 // not available: Slurm signals every process of the task anyway
             }
+        }
+    }
+
+    /**
+     * Removes the folders of hand-offs whose process no longer runs: a task that Slurm ended with SIGKILL (srun
+     * cancelling a step does) had no chance to remove its hostfile, so the next hand-off on that host does.
+     */
+    static void removeStale(Path tmp) {
+        try (var dirs = Files.list(tmp)) {
+            for (Path d : dirs.toList()) {
+                Matcher m = FOLDER.matcher(d.getFileName().toString());
+                if (m.find() && ProcessHandle.of(Long.parseLong(m.group(1))).isEmpty()) deleteQuietly(d);
+            }
+        } catch (IOException | RuntimeException ignored) {
+            // another user's folder, or none: nothing to do
         }
     }
 
