@@ -1,6 +1,7 @@
 package dev.jdist.launch;
 
 import dev.jdist.rendezvous.ClusterCheckProgram;
+import dev.jdist.testing.ClusterCheck;
 import dev.jdist.testing.CommandResult;
 import dev.jdist.testing.JdistCli;
 import dev.jdist.testing.Requirements;
@@ -11,7 +12,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -63,20 +63,13 @@ class SlurmIT {
         return JdistCli.JAR;
     }
 
-    /** Where ClusterCheckProgram's class is (jdist-core's test classes or test jar). */
     static String checkProgramClassPath() {
-        try {
-            return Path.of(ClusterCheckProgram.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
-        } catch (URISyntaxException e) {
-            throw new IllegalStateException(e);
-        }
+        return ClusterCheck.classPath();
     }
 
-    /** {@code java <jdist flags> -cp jdist.jar:<check program> ClusterCheckProgram}: the program every cluster test runs. */
+    /** The program every cluster test runs: values checked on every rank. */
     static List<String> checkProgram() {
-        return List.of(JdistCli.java(), "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
-                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m",
-                "-cp", jar() + ":" + checkProgramClassPath(), ClusterCheckProgram.class.getName());
+        return ClusterCheck.command();
     }
 
     /** What the jobs get besides Slurm's own variables: a deadline, and PATH with the `jdist` wrapper. */
@@ -88,11 +81,7 @@ class SlurmIT {
     }
 
     static void assertEveryRankOk(String output, int n) {
-        for (int r = 0; r < n; r++) {
-            assertThat(output).as("output:%n%s%n%s", output, slurm.logs())
-                    .contains("rank " + r + " of " + n + ": OK (backend ring, source slurm)");
-        }
-        assertThat(output).doesNotContain("WRONG").doesNotContain("FAILED");
+        ClusterCheck.assertEveryRankOk(output, n, "ring", "slurm");
     }
 
     @Test
