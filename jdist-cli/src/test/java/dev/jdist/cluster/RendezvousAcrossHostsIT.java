@@ -88,13 +88,15 @@ class RendezvousAcrossHostsIT {
     }
 
     @Test
-    void torchrunStyleVariablesOverSshOnThreeHosts() throws Exception {
+    void torchrunStyleVariablesOverSshFourRanksOnThreeHosts() throws Exception {
         int port = FreePorts.block(1);
-        String out = runRanks(3, r -> cluster.ssh(r, T, "RANK=" + r + " WORLD_SIZE=3 MASTER_ADDR=" + cluster.hostName(0)
-                + " MASTER_PORT=" + port + " JDIST_TIMEOUT=60 exec " + ShellQuote.join(ClusterCheck.command())));
-        ClusterCheck.assertEveryRankOk(out, 3, "ring", "torchrun");
+        int[] hostOf = {0, 0, 1, 2};
+        String out = runRanks(4, r -> cluster.ssh(hostOf[r], T, "RANK=" + r + " WORLD_SIZE=4 LOCAL_RANK=" + (r == 1 ? 1 : 0)
+                + " MASTER_ADDR=" + cluster.hostName(0) + " MASTER_PORT=" + port + " JDIST_TIMEOUT=60 exec "
+                + ShellQuote.join(ClusterCheck.command())));
+        ClusterCheck.assertEveryRankOk(out, 4, "ring", "torchrun");
         // MASTER_ADDR names node0, which resolves to its eth0 address: every rank publishes its eth0 address
-        for (int r = 0; r < 3; r++) ClusterCheck.assertTable(out, r, addresses(0, 0, 1, 2));
+        for (int r = 0; r < 4; r++) ClusterCheck.assertTable(out, r, addresses(0, hostOf));
     }
 
     @Test
