@@ -506,6 +506,11 @@ public final class NetnsCluster implements AutoCloseable {
             CommandResult.run(CMD_TIMEOUT, "ip", "netns", "del", ns);
             deleteRecursively(NETNS_ETC.resolve(ns));
         }
+        try {
+            Files.deleteIfExists(NETNS_ETC);   // only when no other cluster's hosts file is left in it
+        } catch (IOException stillUsed) {
+            // another cluster's namespaces: theirs to remove
+        }
         CommandResult.run(CMD_TIMEOUT, "ip", "link", "del", bridge);
         for (String br : extraBridges) {
             CommandResult.run(CMD_TIMEOUT, "ip", "link", "del", br);
