@@ -118,8 +118,9 @@ public final class StrictJson {
     }
 
     /**
-     * Reads a configuration file as strict UTF-8 text (at most {@link #MAX_BYTES} bytes; a UTF-8 BOM is
-     * dropped). I/O errors, a missing file included, are left to the caller, which knows what to advise.
+     * Reads a configuration file as strict UTF-8 text (at most {@link #MAX_BYTES} bytes; a UTF-8 BOM stays as
+     * a leading U+FEFF, which {@link #parse} skips). I/O errors, a missing file included, are left to the
+     * caller, which knows what to advise.
      *
      * @throws ConfigException when the file is a directory, too large, UTF-16/32, or not valid UTF-8
      */
@@ -142,7 +143,6 @@ public final class StrictJson {
 
     /** Strict UTF-8: the text, or a ConfigException naming the first bad byte and its line. */
     static String decode(byte[] bytes, String source) {
-        int start = bytes.length >= 3 && (bytes[0] & 0xFF) == 0xEF && (bytes[1] & 0xFF) == 0xBB && (bytes[2] & 0xFF) == 0xBF ? 3 : 0;
         String utf16 = utf16or32(bytes);
         if (utf16 != null) {
             throw new ConfigException(source + " is " + utf16 + " text; configuration files must be UTF-8 (re-save it as "
@@ -151,7 +151,7 @@ public final class StrictJson {
         CharsetDecoder dec = StandardCharsets.UTF_8.newDecoder()
                 .onMalformedInput(CodingErrorAction.REPORT)
                 .onUnmappableCharacter(CodingErrorAction.REPORT);
-        ByteBuffer in = ByteBuffer.wrap(bytes, start, bytes.length - start);
+        ByteBuffer in = ByteBuffer.wrap(bytes);
         CharBuffer out = CharBuffer.allocate(bytes.length);
         CoderResult r = dec.decode(in, out, true);
         if (!r.isError()) r = dec.flush(out);
