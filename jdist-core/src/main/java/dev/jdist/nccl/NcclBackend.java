@@ -1,6 +1,7 @@
 package dev.jdist.nccl;
 
 import dev.jdist.ConfigException;
+import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.spi.Backend;
 import dev.jdist.spi.GroupImpl;
@@ -18,12 +19,15 @@ import java.util.Optional;
  * <p>Environment: {@code NCCL_HOST_IP}, {@code NCCL_PORT}, {@code MLX_RANK}, {@code MLX_WORLD_SIZE}
  * (all four, or the backend is not configured), {@code MLX_NCCL_TIMEOUT} (ms, default 300000),
  * {@code CUDA_VISIBLE_DEVICES} (read by CUDA), {@code NCCL_*} (read by NCCL), and jdist's
- * {@code JDIST_NCCL_LIBRARY} / {@code JDIST_CUDART_LIBRARY} to point at the libraries.
+ * {@code JDIST_NCCL_LIBRARY} / {@code JDIST_CUDART_LIBRARY} to point at the libraries and
+ * {@code JDIST_TIMEOUT} (the deadline of communicator creation and of every operation).
  *
  * <p>{@link #isAvailable()} is true when both libraries load and CUDA reports at least one device;
  * otherwise {@link #unavailableReason()} says why. Neither throws.
  */
 public final class NcclBackend implements Backend {
+
+    private static final System.Logger LOG = System.getLogger("dev.jdist.nccl");
 
     private static final List<String> LIBRARY_VARS =
             List.of(NativeLibraries.NCCL_LIBRARY_ENV, NativeLibraries.CUDART_LIBRARY_ENV, "CUDA_HOME");
@@ -101,7 +105,13 @@ public final class NcclBackend implements Backend {
         return Optional.of(connect(cfg, n));
     }
 
-    /** Device selection (§6.2), the unique-id bootstrap (§6.3) and {@code ncclCommInitRank} (§6.4). */
+    /**
+     * Device selection (§6.2), the unique-id bootstrap (§6.3) and communicator creation (§6.4): non-blocking
+     * ({@code ncclCommInitRankConfig} with {@code blocking = 0}, NCCL 2.14 and later) and watched with
+     * {@code ncclCommGetAsyncError} until every rank has joined, within the deadline ({@code JDIST_TIMEOUT});
+     * a rank that never joins ends in {@code ncclCommAbort} and a {@link DeadlineExceededException}. Older
+     * NCCL: the blocking {@code ncclCommInitRank}.
+     */
     static NcclGroup connect(NcclConfig cfg, NcclNatives n) {
         String who = "nccl rank " + cfg.rank() + " of " + cfg.worldSize();
         int devices = n.cuda().deviceCount();
@@ -112,19 +122,60 @@ public final class NcclBackend implements Backend {
             return n.nccl().getUniqueId();
         });
         n.cuda().setDevice(device);
+        String where = who + " (cuda:" + device + ")";
         MemorySegment comm;
-        try {
-            comm = n.nccl().commInitRank(cfg.worldSize(), id, cfg.rank());
-        } catch (DistributedException e) {
-            throw new DistributedException(who + " (cuda:" + device + "): " + e.getMessage(), e);
+        if (n.nccl().nonblocking()) {
+            comm = createNonblocking(cfg, n, id, where);
+        } else {
+            LOG.log(System.Logger.Level.WARNING, "{0} lacks ncclCommInitRankConfig (NCCL before 2.14): communicators are "
+                    + "blocking, and a stopped peer can hang this process", n.nccl().libraryName());
+            try {
+                comm = n.nccl().commInitRank(cfg.worldSize(), id, cfg.rank());
+            } catch (DistributedException e) {
+                throw new DistributedException(where + ": " + e.getMessage(), e, cfg.rank(), "init");
+            }
         }
         MemorySegment stream;
         try {
             stream = n.cuda().streamCreate();
         } catch (RuntimeException e) {
-            n.nccl().commAbort(comm);
+            NcclProgress.abort(n.nccl(), comm, where);
             throw e;
         }
-        return new NcclGroup(n, device, comm, stream);
+        return new NcclGroup(n, device, comm, stream, cfg.deadline());
+    }
+
+    private static MemorySegment createNonblocking(NcclConfig cfg, NcclNatives n, byte[] id, String where) {
+        String op = "init (ncclCommInitRankConfig, non-blocking)";
+        MemorySegment[] failed = {MemorySegment.NULL};
+        MemorySegment comm;
+        try {
+            comm = n.nccl().commInitRankNonblocking(cfg.worldSize(), id, cfg.rank(), failed);
+        } catch (DistributedException e) {
+            NcclProgress.abort(n.nccl(), failed[0], where);
+            throw new DistributedException(where + ": " + e.getMessage(), e, cfg.rank(), op);
+        }
+        int[] async = {NcclApi.IN_PROGRESS};
+        boolean ready;
+        try {
+            ready = NcclProgress.await(cfg.deadline(), () -> (async[0] = n.nccl().asyncError(comm)) != NcclApi.IN_PROGRESS);
+        } catch (DistributedException e) {
+            NcclProgress.abort(n.nccl(), comm, where);
+            throw new DistributedException(where + ": " + e.getMessage(), e, cfg.rank(), op);
+        }
+        if (!ready) {
+            NcclProgress.abort(n.nccl(), comm, where);
+            throw new DeadlineExceededException(where + ": creating the communicator (" + op + ") did not complete within "
+                    + NcclProgress.seconds(cfg.deadline()) + " (JDIST_TIMEOUT): not every one of the " + cfg.worldSize()
+                    + " ranks joined (one stopped, died or cannot reach the others after fetching the unique id); jdist "
+                    + "aborted it (ncclCommAbort). Set NCCL_DEBUG=INFO to see NCCL's connection attempts", null, cfg.rank(),
+                    "init", cfg.deadline());
+        }
+        if (async[0] != NcclApi.SUCCESS) {
+            DistributedException e = NcclProgress.asyncFailure(n.nccl(), comm, async[0], cfg.rank(), "init", where);
+            NcclProgress.abort(n.nccl(), comm, where);
+            throw e;
+        }
+        return comm;
     }
 }
