@@ -17,7 +17,7 @@
  *     pid) and, per collective, "c<seq>.<rank>" (its send buffer); a collective completes on the stream
  *     once every rank's file is there. ncclCommGetAsyncError reports ncclRemoteError when a peer's
  *     process no longer exists (a stopped one still exists: only a deadline finds it). ncclCommAbort
- *     writes "abort.<rank>". Split is not modelled in this mode.
+ *     writes "abort.<rank>". Each job (unique id) gets a subdirectory; a split's colour gets one below it.
  *
  * Test controls (not part of NCCL):
  *   JDIST_STUB_NCCL_FAIL=<function>  or jdist_stub_nccl_fail("<function>"): that function returns
@@ -237,6 +237,8 @@ static ncclComm_t join(struct world *w, int rank) {
 }
 
 static ncclResult_t init_files(ncclComm_t *comm, int nranks, int rank, int nonblocking, const char *dir);
+static ncclResult_t join_files(struct ncclComm *c, ncclComm_t *comm);
+static ncclResult_t split_files(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, void *config);
 
 static ncclResult_t init_rank(const char *fn, ncclComm_t *comm, int nranks, ncclUniqueId id, int rank, int nonblocking) {
     if (should_fail(fn)) return ncclInvalidUsage;
@@ -244,7 +246,14 @@ static ncclResult_t init_rank(const char *fn, ncclComm_t *comm, int nranks, nccl
     if (nranks < 1 || nranks > MAXR || rank < 0 || rank >= nranks)
         return fail(ncclInvalidArgument, "%s", "ncclCommInitRank: bad nranks or rank");
     const char *dir = getenv("JDIST_STUB_NCCL_WORLD_DIR");
-    if (dir && *dir) return init_files(comm, nranks, rank, nonblocking, dir);
+    if (dir && *dir) {
+        /* one subdirectory per job: named by the unique id every rank of it was given */
+        unsigned long long h = 1469598103934665603ULL;
+        for (int i = 0; i < (int) sizeof id.internal; i++) h = (h ^ (unsigned char) id.internal[i]) * 1099511628211ULL;
+        char job[512];
+        snprintf(job, sizeof job, "%.480s/%016llx", dir, h);
+        return init_files(comm, nranks, rank, nonblocking, job);
+    }
     pthread_mutex_lock(&gmu);
     struct world *w = pending, **link = &pending;
     while (w && memcmp(&w->id, &id, sizeof id) != 0) { link = &w->next; w = w->next; }
@@ -356,6 +365,13 @@ static ncclResult_t init_files(ncclComm_t *comm, int nranks, int rank, int nonbl
     c->refs = 1;
     c->nonblocking = nonblocking;
     snprintf(c->dir, sizeof c->dir, "%s", dir);
+    return join_files(c, comm);
+}
+
+/* Writes this rank's init file in c->dir and waits (blocking) or not (non-blocking) for the others. */
+static ncclResult_t join_files(struct ncclComm *c, ncclComm_t *comm) {
+    int rank = c->rank, nonblocking = c->nonblocking;
+    mkdir(c->dir, 0700);
     char path[600];
     int pid = (int) getpid();
     world_file(c, path, sizeof path, "init", -1, rank);
@@ -382,11 +398,50 @@ static ncclResult_t init_files(ncclComm_t *comm, int nranks, int rank, int nonbl
     return ncclSuccess;
 }
 
+/*
+ * File mode split: every rank writes "s<seq>.<rank>" ({color, key}); once all are there (at most 30 s) each
+ * computes its place, and the ranks of one colour form a new world in "<dir>/split<seq>-<color>".
+ */
+static ncclResult_t split_files(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, void *config) {
+    int seq = comm->seq++;
+    int mine[2] = { color, key };
+    char path[600];
+    world_file(comm, path, sizeof path, "s", seq, comm->rank);
+    if (write_file(path, mine, sizeof mine) != 0) return fail(ncclSystemError, "%s", "ncclCommSplit: cannot write its file");
+    int colors[MAXR], keys[MAXR];
+    struct timespec pause = { 0, 5000000 };
+    for (int q = 0; q < comm->n; q++) {
+        int got[2];
+        world_file(comm, path, sizeof path, "s", seq, q);
+        int i = 0;
+        while (read_file(path, got, sizeof got) != 0) {
+            if (++i > WAIT_SECONDS * 200) return fail(ncclSystemError, "%s", "ncclCommSplit: a rank is missing");
+            nanosleep(&pause, NULL);
+        }
+        colors[q] = got[0];
+        keys[q] = got[1];
+    }
+    if (color < 0) {
+        *newcomm = NULL;
+        return ncclSuccess;
+    }
+    struct ncclComm *c = calloc(1, sizeof *c);
+    c->refs = 1;
+    c->nonblocking = comm->nonblocking && config == NULL;
+    for (int q = 0; q < comm->n; q++) {
+        if (colors[q] != color) continue;
+        c->n++;
+        if (keys[q] < key || (keys[q] == key && q < comm->rank)) c->rank++;
+    }
+    snprintf(c->dir, sizeof c->dir, "%.480s/split%d-%d", comm->dir, seq, color);
+    return join_files(c, newcomm);
+}
+
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, void *config) {
     if (should_fail("ncclCommSplit")) return ncclInvalidUsage;
     if (!comm || !newcomm) return fail(ncclInvalidArgument, "%s", "ncclCommSplit: NULL argument");
-    if (comm->dir[0]) return fail(ncclInvalidUsage, "%s", "ncclCommSplit: not modelled by the stub's file mode");
     last_split_config_null = config == NULL;
+    if (comm->dir[0]) return split_files(comm, color, key, newcomm, config);
     struct world *w = comm->w;
     int r = comm->rank;
     w->color[r] = color;
