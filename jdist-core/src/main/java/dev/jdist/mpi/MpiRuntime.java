@@ -256,7 +256,10 @@ final class MpiRuntime {
      */
     synchronized void finalizeMpi() {
         if (finalized) return;
-        if (!failed) awaitEveryRank();
+        if (!failed) {
+            awaitOwnOperations();
+            awaitEveryRank();
+        }
         finalized = true;
         try {
             int rc;
@@ -274,6 +277,22 @@ final class MpiRuntime {
             throw e;
         } catch (Throwable t) {
             throw new DistributedException("MPI_Finalize could not be called: " + t, t);
+        }
+    }
+
+    /**
+     * Closing the world while another thread of this process still runs an operation (an async one issued just
+     * before close) would finalize MPI under it: wait for those first, within the deadline. Operations issued
+     * later fail with "MPI was finalized".
+     */
+    private void awaitOwnOperations() {
+        long end = System.nanoTime() + deadlineNanos;
+        while ((pending.get() != 0 || inFlight.get() != 0) && System.nanoTime() - end < 0) {
+            LockSupport.parkNanos(MAX_SLEEP_NANOS);
+        }
+        if (pending.get() != 0 || inFlight.get() != 0) {
+            LOG.log(System.Logger.Level.WARNING, "closing the MPI world while an operation of this process has not completed "
+                    + "after " + seconds(deadline) + "; finalizing anyway");
         }
     }
 
