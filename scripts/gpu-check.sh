@@ -2,13 +2,18 @@
 # Real-GPU check of jdist's nccl backend (dev.jdist.nccl.NcclCheck).
 #
 # Run on a machine with an NVIDIA GPU, the CUDA runtime (libcudart.so.12 or .13) and NCCL (libnccl.so.2):
-#     scripts/gpu-check.sh                 # one rank, one GPU: every op x every NCCL dtype on device memory
-#     JDIST_GPU_CHECK_RANKS=2 scripts/gpu-check.sh   # N ranks, one GPU each (needs N GPUs)
-# It needs a JDK >= 25 but no network and no Maven: it uses jdist-core/target/classes when present,
-# otherwise compiles the few packages NcclCheck needs with javac. Output goes to stdout and to
-# $OUT/ (default target/gpu-check/). Exit status 0 when every check passed.
+#     scripts/gpu-check.sh                 # one rank, one GPU: every op x every NCCL dtype on device memory,
+#                                          # then the abort path (a rank that never joins: ncclCommAbort and
+#                                          # DeadlineExceededException after JDIST_GPU_CHECK_ABORT_TIMEOUT, 5s)
+#     JDIST_GPU_CHECK_RANKS=2 scripts/gpu-check.sh   # N ranks, one GPU each (needs N GPUs); then a second run
+#                                          # where rank 1 stops itself and rank 0 must fail within JDIST_TIMEOUT
+# Java: a JDK >= 25 when there is one; otherwise the runtime and classes of target/gpu-bundle/, which
+# scripts/gpu-bundle.sh builds on a machine with a JDK (carry that folder to the GPU machine). No network,
+# no Maven. With a JDK it uses jdist-core/target/classes when present, otherwise compiles the few packages
+# NcclCheck needs with javac. Output goes to stdout and to $OUT/ (default target/gpu-check/). Exit status 0
+# when every check passed.
 #
-# JDIST_GPU_CHECK_COMPILE=1 compiles even when target/classes exists.
+# JDIST_GPU_CHECK_COMPILE=1 compiles even when target/classes exists (needs a JDK).
 # Library overrides: JDIST_NCCL_LIBRARY, JDIST_CUDART_LIBRARY (paths). When unset and the dynamic
 # linker does not know the library, the script looks under /usr, /opt and /usr/local (pip wheels too).
 set -uo pipefail
@@ -16,7 +21,17 @@ ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.
 # shellcheck source=../bin/lib/common.sh
 source "$ROOT/bin/lib/common.sh"
 jdist_own_path
-jdist_find_jdk || exit 2
+BUNDLE="$ROOT/target/gpu-bundle"
+# JDIST_GPU_CHECK_BUNDLE=1: use the bundle even where a JDK is installed (how the tests check it).
+if [ -z "${JDIST_GPU_CHECK_BUNDLE:-}" ] && jdist_find_jdk 2>/dev/null; then
+  JAVA_BIN="$JDIST_JDK/bin/java"
+elif [ -x "$BUNDLE/runtime/bin/java" ]; then
+  JAVA_BIN="$BUNDLE/runtime/bin/java"          # no JDK here (or JDIST_GPU_CHECK_BUNDLE=1): the jlinked runtime
+else
+  echo "gpu-check.sh: no JDK >= 25 and no $BUNDLE/runtime; build the bundle with scripts/gpu-bundle.sh on a machine" \
+       "with a JDK and carry target/gpu-bundle here, or install a JDK 25" >&2
+  exit 2
+fi
 OUT=${OUT:-$ROOT/target/gpu-check}
 mkdir -p "$OUT"
 LOG="$OUT/gpu-check.txt"
@@ -24,7 +39,7 @@ LOG="$OUT/gpu-check.txt"
 say() { echo "$*" | tee -a "$LOG"; }
 
 say "== machine"
-say "date: $(date -u +%FT%TZ)  host: $(hostname)  java: $("$JDIST_JDK/bin/java" -version 2>&1 | head -1)"
+say "date: $(date -u +%FT%TZ)  host: $(hostname)  java: $JAVA_BIN ($("$JAVA_BIN" -version 2>&1 | grep -v incubator | head -1))"
 if command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi -L 2>&1 | tee -a "$LOG"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee -a "$LOG"
@@ -50,7 +65,10 @@ say "JDIST_CUDART_LIBRARY=${JDIST_CUDART_LIBRARY:-<default search>}"
 
 say "== classes"
 CLASSES="$ROOT/jdist-core/target/classes"
-if [ -n "${JDIST_GPU_CHECK_COMPILE:-}" ] || [ ! -f "$CLASSES/dev/jdist/nccl/NcclCheck.class" ]; then
+if [ -z "${JAVA_HOME:-}" ]; then
+  CLASSES="$BUNDLE/classes"
+  say "using $CLASSES ($(tr '\n' ' ' < "$BUNDLE/VERSION" 2>/dev/null))"
+elif [ -n "${JDIST_GPU_CHECK_COMPILE:-}" ] || [ ! -f "$CLASSES/dev/jdist/nccl/NcclCheck.class" ]; then
   CLASSES="$OUT/classes"
   rm -rf "$CLASSES"
   SRC="$ROOT/jdist-core/src/main/java/dev/jdist"
@@ -67,7 +85,7 @@ else
   say "using $CLASSES"
 fi
 # shellcheck disable=SC2207
-JAVA=("$JDIST_JDK/bin/java" $(jdist_pom_property "$ROOT" jdist.jvm.flags) -cp "$CLASSES")
+JAVA=("$JAVA_BIN" $(jdist_pom_property "$ROOT" jdist.jvm.flags) -cp "$CLASSES")
 
 RANKS=${JDIST_GPU_CHECK_RANKS:-1}
 if [ "$RANKS" -le 1 ]; then
@@ -87,6 +105,23 @@ else
   for ((r = 0; r < RANKS; r++)); do
     wait "${pids[$r]}" || rc=1
     say "-- rank $r"; grep -v 'incubator' "$OUT/rank-$r.txt" | tee -a "$LOG"
+  done
+
+  say "== NcclCheck peer-stop, $RANKS ranks: rank 1 stops itself, rank 0 must fail within JDIST_TIMEOUT"
+  PORT=$(( PORT + 1 ))
+  pids=()
+  for ((r = 0; r < RANKS; r++)); do
+    NCCL_HOST_IP=127.0.0.1 NCCL_PORT=$PORT MLX_RANK=$r MLX_WORLD_SIZE=$RANKS CUDA_VISIBLE_DEVICES=$r \
+      MLX_NCCL_TIMEOUT=60000 JDIST_TIMEOUT=${JDIST_GPU_CHECK_STOP_TIMEOUT:-20s} \
+      "${JAVA[@]}" dev.jdist.nccl.NcclCheck peer-stop > "$OUT/stop-rank-$r.txt" 2>&1 &
+    pids+=($!)
+  done
+  # Rank 0 decides; then every rank still running (rank 1 is stopped) is killed by its pid.
+  timeout 600 tail --pid="${pids[0]}" -f /dev/null
+  wait "${pids[0]}" || rc=1
+  for ((r = 1; r < RANKS; r++)); do kill -KILL "${pids[$r]}" 2>/dev/null; wait "${pids[$r]}" 2>/dev/null; done
+  for ((r = 0; r < RANKS; r++)); do
+    say "-- rank $r"; grep -v 'incubator' "$OUT/stop-rank-$r.txt" | tee -a "$LOG"
   done
 fi
 say "== exit status $rc"

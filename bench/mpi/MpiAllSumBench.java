@@ -74,6 +74,6 @@ public class MpiAllSumBench {
 
     static void print(String name, long bytes, double[] t) {
         Arrays.sort(t);
-        System.out.printf("%s %d %d %.1f %.1f%n", name, bytes, t.length, t[t.length / 2], t[0]);
+        System.out.printf("%s %d %d %.2f %.2f%n", name, bytes, t.length, t[t.length / 2], t[0]);
     }
 }

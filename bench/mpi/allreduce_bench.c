@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
     int wrong = 0;
     for (long i = 0; i < n; i++) wrong += out[i] != (float) size;
     qsort(t, iters, sizeof(double), cmp);
-    if (rank == 0) printf("c %ld %d %.1f %.1f wrong=%d\n", bytes, iters, t[iters / 2], t[0], wrong);
+    if (rank == 0) printf("c %ld %d %.2f %.2f wrong=%d\n", bytes, iters, t[iters / 2], t[0], wrong);
     for (int i = 0; i < warmup + iters; i++) {
         double t0 = MPI_Wtime();
         MPI_Allreduce(in, out, (int) n, MPI_FLOAT, MPI_SUM, MPI_COMM_SELF);
@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
     }
     for (long i = 0; i < n; i++) wrong += out[i] != 1.0f;
     qsort(t, iters, sizeof(double), cmp);
-    if (rank == 0) printf("c-self %ld %d %.1f %.1f wrong=%d\n", bytes, iters, t[iters / 2], t[0], wrong);
+    if (rank == 0) printf("c-self %ld %d %.2f %.2f wrong=%d\n", bytes, iters, t[iters / 2], t[0], wrong);
     MPI_Finalize();
     return wrong != 0;
 }

@@ -77,6 +77,10 @@ selfcols = [('c-self', 'C on MPI_COMM_SELF'), ('jdist-self', 'jdist binding on a
 def stat(b, k):
     v = rows.get((b, k))
     return (statistics.median(v), min(mins[(b, k)])) if v else None
+def us(x):
+    return f"{x:.1f}" if x < 100 else f"{x:.0f}"
+def pct(a, b):
+    return f"{100 * (a / b - 1):+.0f}%" if b > 0 else "n/a"
 print("median over rounds of each run's median call time in us (best single call in brackets); vs C compares medians")
 print("| bytes | " + " | ".join(t for _, t in cols) + " |")
 print("|---:|" + "---:|" * len(cols))
@@ -88,9 +92,9 @@ for b in sizes:
         if s is None:
             cells.append("-")
         elif k == 'c' or c is None:
-            cells.append(f"{s[0]:.0f} ({s[1]:.0f})")
+            cells.append(f"{us(s[0])} ({us(s[1])})")
         else:
-            cells.append(f"{s[0]:.0f} ({s[1]:.0f}) {100 * (s[0] / c[0] - 1):+.0f}%")
+            cells.append(f"{us(s[0])} ({us(s[1])}) {pct(s[0], c[0])}")
     print(f"| {b} | " + " | ".join(cells) + " |")
 print()
 print("the same call on a 1-process communicator (no peer to wait for: isolates the binding's per-call cost)")
@@ -99,5 +103,5 @@ print("|---:|---:|---:|---:|")
 for b in sizes:
     c, j = stat(b, 'c-self'), stat(b, 'jdist-self')
     if c and j:
-        print(f"| {b} | {c[0]:.1f} ({c[1]:.1f}) | {j[0]:.1f} ({j[1]:.1f}) | {j[0] - c[0]:+.1f} us ({100 * (j[0] / c[0] - 1):+.1f}%) |")
+        print(f"| {b} | {c[0]:.1f} ({c[1]:.1f}) | {j[0]:.1f} ({j[1]:.1f}) | {j[0] - c[0]:+.1f} us ({pct(j[0], c[0])}) |")
 PY

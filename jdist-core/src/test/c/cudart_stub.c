@@ -10,20 +10,33 @@
  *   jdist_stub_cuda_live()           allocations + streams not yet freed/destroyed
  *   jdist_stub_is_device_ptr(p, n)   whether [p, p+n) lies inside one live allocation
  *   jdist_stub_is_stream(s)          whether s is a live stream
+ *   jdist_stub_stream_enqueue(s, poll, arg)  puts work on stream s (the nccl stub's collectives): the
+ *                                    stream is busy until poll(arg) returns nonzero. cudaStreamQuery
+ *                                    polls once (cudaErrorNotReady while busy), cudaStreamSynchronize
+ *                                    and cudaMemcpyAsync poll until done (at most 30 s, then an error:
+ *                                    the real ones would wait forever), cudaStreamDestroy drops the work.
  */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int cudaError_t;
 typedef void *cudaStream_t;
 
 enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
        cudaErrorInvalidMemcpyDirection = 21, cudaErrorInvalidResourceHandle = 400,
-       cudaErrorNoDevice = 100, cudaErrorInvalidDevice = 101 };
+       cudaErrorNoDevice = 100, cudaErrorInvalidDevice = 101, cudaErrorNotReady = 600,
+       cudaErrorLaunchTimeout = 702 };
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* Work queued on a stream: done when poll(arg) returns nonzero. */
+struct work { int (*poll)(void *); void *arg; struct work *next; };
+struct stream { struct work *head, *tail; };
+
+/* Recursive: stream work polled under it may ask whether a pointer is device memory. */
+static pthread_mutex_t mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static char fail_on[128];
 static int fail_init;
 static int devices = -1;
@@ -163,28 +176,83 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
     return copy(dst, src, n, kind);
 }
 
+/* Runs the stream's queued work as far as it goes: 1 when the stream is idle afterwards. Caller holds mu. */
+static int advance(struct stream *st) {
+    while (st->head) {
+        struct work *w = st->head;
+        if (!w->poll(w->arg)) return 0;
+        st->head = w->next;
+        if (!st->head) st->tail = NULL;
+        free(w);
+    }
+    return 1;
+}
+
+/* Polls until the stream is idle or 30 s have passed (0 when idle). */
+static int drain(struct stream *st) {
+    struct timespec start, now, pause = { 0, 200000 };
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        pthread_mutex_lock(&mu);
+        int idle = advance(st);
+        pthread_mutex_unlock(&mu);
+        if (idle) return 0;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - start.tv_sec >= 30) return -1;
+        nanosleep(&pause, NULL);
+    }
+}
+
+void jdist_stub_stream_enqueue(cudaStream_t s, int (*poll)(void *), void *arg) {
+    struct stream *st = s;
+    struct work *w = calloc(1, sizeof *w);
+    w->poll = poll;
+    w->arg = arg;
+    pthread_mutex_lock(&mu);
+    if (st->tail) st->tail->next = w; else st->head = w;
+    st->tail = w;
+    pthread_mutex_unlock(&mu);
+}
+
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, cudaStream_t stream) {
     if (should_fail("cudaMemcpyAsync")) return cudaErrorInvalidValue;
     if (stream && !jdist_stub_is_stream(stream)) return cudaErrorInvalidResourceHandle;
+    if (stream && drain(stream) != 0) return cudaErrorLaunchTimeout;   /* ordered after the stream's work */
     return copy(dst, src, n, kind);
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t *s) {
     if (should_fail("cudaStreamCreate")) return cudaErrorInvalidValue;
     if (!s) return cudaErrorInvalidValue;
-    *s = malloc(16);
-    track(*s, 16, 1);
+    *s = calloc(1, sizeof(struct stream));
+    track(*s, sizeof(struct stream), 1);
     return cudaSuccess;
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+    if (should_fail("cudaStreamQuery")) return cudaErrorInvalidValue;
+    if (!s) return cudaSuccess;
+    if (!jdist_stub_is_stream(s)) return cudaErrorInvalidResourceHandle;
+    pthread_mutex_lock(&mu);
+    int idle = advance(s);
+    pthread_mutex_unlock(&mu);
+    return idle ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     if (should_fail("cudaStreamSynchronize")) return cudaErrorInvalidValue;
-    return !s || jdist_stub_is_stream(s) ? cudaSuccess : cudaErrorInvalidResourceHandle;
+    if (!s) return cudaSuccess;
+    if (!jdist_stub_is_stream(s)) return cudaErrorInvalidResourceHandle;
+    return drain(s) == 0 ? cudaSuccess : cudaErrorLaunchTimeout;
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
     if (should_fail("cudaStreamDestroy")) return cudaErrorInvalidValue;
     if (!untrack(s, 1)) return cudaErrorInvalidResourceHandle;
+    struct stream *st = s;
+    pthread_mutex_lock(&mu);
+    while (st->head) { struct work *w = st->head; st->head = w->next; free(w); }
+    pthread_mutex_unlock(&mu);
     free(s);
     return cudaSuccess;
 }
@@ -198,6 +266,8 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorLaunchTimeout: return "the launch timed out and was terminated";
     default: return "unrecognized error code";
     }
 }

@@ -1,11 +1,10 @@
 package dev.jdist.jaccl;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.jdist.ConfigException;
+import dev.jdist.spi.StrictJson;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -43,7 +42,7 @@ public final class DeviceMatrix {
     public static DeviceMatrix read(Path file, String variable) {
         String text;
         try {
-            text = Files.readString(file);
+            text = StrictJson.readText(file, "the JACCL device file " + file + " (from " + variable + ")");
         } catch (NoSuchFileException e) {
             throw new ConfigException(variable + " names " + file + ", which does not exist; point it at the JACCL"
                     + " device-matrix JSON file (jdist launch --backend jaccl writes one)");
@@ -55,13 +54,8 @@ public final class DeviceMatrix {
 
     /** Parses the JSON text; {@code source} names where it came from in messages. */
     public static DeviceMatrix parse(String json, String source) {
-        JsonNode root;
-        try {
-            root = new ObjectMapper().readTree(json);
-        } catch (IOException e) {
-            throw new ConfigException("the JACCL device file " + source + " is not valid JSON: "
-                    + (e instanceof com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage() : e.getMessage()) + "; expected an n×n array such as [[null,\"rdma_en2\"],[\"rdma_en2\",null]]", e);
-        }
+        JsonNode root = StrictJson.parse(json, "the JACCL device file " + source,
+                "expected an n×n array such as [[null,\"rdma_en2\"],[\"rdma_en2\",null]]");
         if (root == null || !root.isArray()) {
             throw shape(source, "the top level must be a JSON array of n rows, found " + kind(root));
         }
@@ -111,7 +105,9 @@ public final class DeviceMatrix {
 
     private static String kind(JsonNode node) {
         if (node == null || node.isMissingNode()) return "nothing";
-        return node.getNodeType().toString().toLowerCase(java.util.Locale.ROOT) + " " + node;
+        String text = node.toString();
+        if (text.length() > 60) text = text.substring(0, 57) + "...";
+        return node.getNodeType().toString().toLowerCase(java.util.Locale.ROOT) + " " + text;
     }
 
     /** Why this is not a valid mesh, or empty when it is (the 8-rank limit is checked separately). */

@@ -3,7 +3,9 @@ package dev.jdist.mpi;
 import dev.jdist.ConfigException;
 import dev.jdist.spi.Backend;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.JdistTimeout;
 
+import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 
@@ -16,6 +18,10 @@ import java.util.Optional;
  * that no MPI launcher started ({@code OMPI_*}, {@code PMI_*}, {@code PMIX_RANK} all unset, and
  * {@code JDIST_MPI_INIT} not {@code 1}) is a 1-process world without calling {@code MPI_Init}, so
  * under backend {@code "any"} MPI never shadows the other backends.
+ *
+ * <p>{@code JDIST_TIMEOUT} (read once, when MPI starts) bounds every operation: one that does not
+ * complete in time ends the job with {@code MPI_Abort} and a {@link dev.jdist.DeadlineExceededException}
+ * on stderr (see {@link MpiRuntime#await}).
  */
 public final class MpiBackend implements Backend {
     private static final System.Logger LOG = System.getLogger("dev.jdist.mpi");
@@ -57,9 +63,10 @@ public final class MpiBackend implements Backend {
                     + (lib.abi instanceof OpenMpiAbi ? "mpirun.openmpi" : "mpirun.mpich") + ") or `jdist launch --backend mpi`, "
                     + "or set JDIST_MPI_INIT=1 if your launcher is not recognised");
         }
+        Duration deadline = JdistTimeout.parse(env.get(JdistTimeout.VARIABLE));   // a bad value fails before MPI starts
         MpiRuntime rt;
         try {
-            rt = MpiRuntime.initialise(lib);
+            rt = MpiRuntime.initialise(lib, deadline);
         } catch (ConfigException e) {
             if (strict) throw e;
             LOG.log(System.Logger.Level.WARNING, e.getMessage());

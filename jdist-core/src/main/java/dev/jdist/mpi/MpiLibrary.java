@@ -46,8 +46,10 @@ final class MpiLibrary {
     private final SymbolLookup lookup;
 
     final MethodHandle getLibraryVersion, initThread, initialized, finalized, finalize, commRank, commSize,
-            commSplit, commFree, commSetErrhandler, errorString, allreduce, allgather, reduceScatterBlock,
-            send, recv, getCount, typeContiguous, typeCommit, typeFree, opCreate, opFree;
+            commSplit, commFree, commSetErrhandler, errorString, getCount, typeContiguous, typeCommit, typeFree,
+            opCreate, opFree;
+    /** The nonblocking calls every operation is made of (polled with {@link #test}), and the way out. */
+    final MethodHandle iallreduce, iallgather, ireduceScatterBlock, isend, irecv, ibarrier, test, abort;
 
     private MpiLibrary(String name, SymbolLookup lookup) {
         this.name = name;
@@ -73,11 +75,15 @@ final class MpiLibrary {
         commFree = bind("MPI_Comm_free", PTR);
         commSetErrhandler = bind("MPI_Comm_set_errhandler", H, H);
         errorString = bind("MPI_Error_string", INT, PTR, PTR);
-        allreduce = bind("MPI_Allreduce", PTR, PTR, INT, H, H, H);
-        allgather = bind("MPI_Allgather", PTR, INT, H, PTR, INT, H, H);
-        reduceScatterBlock = bind("MPI_Reduce_scatter_block", PTR, PTR, INT, H, H, H);
-        send = bind("MPI_Send", PTR, INT, H, INT, INT, H);
-        recv = bind("MPI_Recv", PTR, INT, H, INT, INT, H, PTR);
+        // The last PTR of each nonblocking call is its MPI_Request* (a handle of the ABI's layout).
+        iallreduce = bind("MPI_Iallreduce", PTR, PTR, INT, H, H, H, PTR);
+        iallgather = bind("MPI_Iallgather", PTR, INT, H, PTR, INT, H, H, PTR);
+        ireduceScatterBlock = bind("MPI_Ireduce_scatter_block", PTR, PTR, INT, H, H, H, PTR);
+        isend = bind("MPI_Isend", PTR, INT, H, INT, INT, H, PTR);
+        irecv = bind("MPI_Irecv", PTR, INT, H, INT, INT, H, PTR);
+        ibarrier = bind("MPI_Ibarrier", H, PTR);
+        test = bind("MPI_Test", PTR, PTR, PTR);
+        abort = bind("MPI_Abort", H, INT);
         getCount = bind("MPI_Get_count", PTR, H, PTR);
         typeContiguous = bind("MPI_Type_contiguous", INT, H, PTR);
         typeCommit = bind("MPI_Type_commit", PTR);

@@ -10,10 +10,13 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.time.Duration;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -21,10 +24,30 @@ import java.util.concurrent.locks.ReentrantLock;
  * once, the float16/bfloat16 types and user ops created once, {@code MPI_Finalize} once. Every MPI call
  * goes through here: when the library grants less than {@code MPI_THREAD_MULTIPLE}, calls are
  * serialised with one process-wide lock.
+ *
+ * <p>No hang: every operation is a nonblocking MPI call whose request {@link #await} polls with
+ * {@code MPI_Test} until it completes or the deadline ({@code JDIST_TIMEOUT}, read once when MPI starts)
+ * passes. MPI cannot continue past a collective that failed on one rank, so such a failure ends the whole
+ * job ({@link #abortJob}: the typed error on stderr, then {@code MPI_Abort}).
  */
 final class MpiRuntime {
     private static final System.Logger LOG = System.getLogger("dev.jdist.mpi");
     private static final Map<String, MpiLibrary> LOADED = new HashMap<>();
+    /** The exit status {@code MPI_Abort} gives the job when jdist ends it (70, EX_SOFTWARE). */
+    static final int ABORT_EXIT_CODE = 70;
+    /** Pause between printing the error and MPI_Abort, so that the launcher forwards the message. */
+    static final long ABORT_GRACE_MILLIS = 500;
+    /** Busy polling of a request before sleeping: this long, plus {@link #BUSY_NANOS_PER_BYTE} per byte moved. */
+    static final long BUSY_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
+    /**
+     * MPI makes progress only inside MPI calls: a long transfer whose receiver sleeps would crawl. So a request
+     * is polled without pause for as long as its bytes take at 0.5 GB/s (2 ns per byte), up to 1 s.
+     */
+    static final long BUSY_NANOS_PER_BYTE = 2;
+    static final long MAX_BUSY_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /** Then sleeps between polls, from 20 µs doubling up to 200 µs: a waiting rank costs a few % of a core. */
+    static final long FIRST_SLEEP_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
+    static final long MAX_SLEEP_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
     private static MpiRuntime initialised;        // the runtime whose MPI_Init_thread succeeded
     private static String initFailure;             // MPI_Init_thread's error, never retried
 
@@ -35,16 +58,22 @@ final class MpiRuntime {
     private final Map<DType, Long> halfTypes = new EnumMap<>(DType.class);
     private final Map<String, Long> userOps = new HashMap<>();
     private final AtomicInteger inFlight = new AtomicInteger();
+    /** Operations started and not yet complete (a request MPI still holds). */
+    private final AtomicInteger pending = new AtomicInteger();
+    private final Duration deadline;
+    private final long deadlineNanos;
     private volatile boolean failed;
     private volatile boolean finalized;
     private int provided;
     private final MemorySegment inPlaceMarker;
 
-    private MpiRuntime(MpiLibrary lib, boolean multiple) {
+    private MpiRuntime(MpiLibrary lib, boolean multiple, Duration deadline) {
         this.lib = lib;
         this.abi = lib.abi;
         this.multiple = multiple;
         this.inPlaceMarker = MemorySegment.ofAddress(lib.abi.inPlace());
+        this.deadline = deadline;
+        this.deadlineNanos = deadline.toNanos();
     }
 
     /** Loads (once per candidate list) the library {@code env} points at. */
@@ -63,8 +92,13 @@ final class MpiRuntime {
     /** The initialised runtime, or null before the first successful {@code MPI_Init_thread}. */
     static synchronized MpiRuntime current() { return initialised; }
 
-    /** {@code MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided)}, at most once per process. */
-    static synchronized MpiRuntime initialise(MpiLibrary lib) {
+    /**
+     * {@code MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided)}, at most once per process.
+     *
+     * @param deadline how long any operation may take to complete ({@code JDIST_TIMEOUT}); the first
+     *                 initialisation's value holds for the life of the process
+     */
+    static synchronized MpiRuntime initialise(MpiLibrary lib, Duration deadline) {
         if (initialised != null) {
             if (initialised.finalized) {
                 throw new ConfigException("MPI was finalized in this process (the MPI world group was closed, e.g. by "
@@ -98,7 +132,7 @@ final class MpiRuntime {
                 }
                 provided = prov.get(ValueLayout.JAVA_INT, 0);
             }
-            MpiRuntime rt = new MpiRuntime(lib, !already && provided >= lib.abi.threadMultiple());
+            MpiRuntime rt = new MpiRuntime(lib, !already && provided >= lib.abi.threadMultiple(), deadline);
             rt.provided = provided;
             rt.setup();
             initialised = rt;
@@ -159,12 +193,18 @@ final class MpiRuntime {
 
     boolean threadMultiple() { return multiple; }
 
+    /** The deadline of every operation ({@code JDIST_TIMEOUT}). */
+    Duration deadline() { return deadline; }
+
     /** {@code MPI_IN_PLACE} as a segment. */
     MemorySegment inPlace() { return inPlaceMarker; }
 
     int providedThreadLevel() { return provided; }
 
     boolean finalized() { return finalized; }
+
+    /** Whether an MPI call failed (then MPI_Finalize is not attempted at exit). */
+    boolean failed() { return failed; }
 
     /** Call before an MPI function: serialises when MPI is not thread-multiple; counts calls in flight. */
     void enter() {
@@ -212,9 +252,16 @@ final class MpiRuntime {
         return new DistributedException(function + " could not be called: " + t, t);
     }
 
-    /** {@code MPI_Finalize}, once; later calls do nothing. */
+    /**
+     * {@code MPI_Finalize}, once; later calls do nothing. It waits for every rank, so a barrier polled against
+     * the deadline comes first (a stopped rank ends the job instead of hanging it).
+     */
     synchronized void finalizeMpi() {
         if (finalized) return;
+        if (!failed) {
+            awaitOwnOperations();
+            awaitEveryRank();
+        }
         finalized = true;
         try {
             int rc;
@@ -232,6 +279,60 @@ final class MpiRuntime {
             throw e;
         } catch (Throwable t) {
             throw new DistributedException("MPI_Finalize could not be called: " + t, t);
+        }
+    }
+
+    /**
+     * Closing the world while another thread of this process still runs an operation (an async one issued just
+     * before close) would finalize MPI under it: wait for those first, within the deadline. Operations issued
+     * later fail with "MPI was finalized".
+     */
+    private void awaitOwnOperations() {
+        long end = System.nanoTime() + deadlineNanos;
+        while ((pending.get() != 0 || inFlight.get() != 0) && System.nanoTime() - end < 0) {
+            LockSupport.parkNanos(MAX_SLEEP_NANOS);
+        }
+        if (pending.get() != 0 || inFlight.get() != 0) {
+            LOG.log(System.Logger.Level.WARNING, "closing the MPI world while an operation of this process has not completed "
+                    + "after " + seconds(deadline) + "; finalizing anyway");
+        }
+    }
+
+    /** {@code MPI_Ibarrier} on the world, polled; the deadline ends the job. */
+    private void awaitEveryRank() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment request = arena.allocate(8, 8);
+            MemorySegment flag = arena.allocate(ValueLayout.JAVA_INT);
+            MemorySegment status = arena.allocate(abi.statusSize(), 8);
+            int rank = queryInt(lib.commRank, abi.commWorld(), "MPI_Comm_rank");
+            int size = queryInt(lib.commSize, abi.commWorld(), "MPI_Comm_size");
+            String op = "close (MPI_Ibarrier before MPI_Finalize)";
+            started();
+            try {
+                int rc;
+                enter();
+                try {
+                    rc = (int) lib.ibarrier.invokeExact(abi.commWorld(), request);
+                } finally {
+                    exit();
+                }
+                if (rc == 0) {
+                    rc = await(request, flag, status, 0, waited -> new dev.jdist.DeadlineExceededException("mpi rank " + rank
+                            + " of " + size + ": " + op + " did not complete within " + seconds(deadline) + " (JDIST_TIMEOUT; waited "
+                            + seconds(Duration.ofNanos(waited)) + "): not every rank reached the end of the job (one is stopped, dead or still "
+                            + "working); jdist ends the job rather than wait in MPI_Finalize forever", null, rank, "close", deadline));
+                }
+                if (rc != 0) {
+                    throw abortJob(new DistributedException("MPI_Ibarrier before MPI_Finalize failed on rank " + rank + ": "
+                            + lib.errorString(rc) + " (MPI error code " + rc + ")", null, rank, "close"));
+                }
+            } finally {
+                finished();
+            }
+        } catch (DistributedException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw wrap("MPI_Ibarrier", t);
         }
     }
 
@@ -258,14 +359,102 @@ final class MpiRuntime {
 
     /**
      * At JVM exit, finalizes MPI when the program did not (so {@code mpirun} sees a clean exit), unless an
-     * MPI call is still running or one failed: then finalizing could wait forever for peers.
+     * MPI call or operation is still running or one failed: then finalizing could wait forever for peers.
      */
     private void finalizeAtExit() {
-        if (finalized || failed || inFlight.get() != 0) return;
+        if (finalized || failed || inFlight.get() != 0 || pending.get() != 0) return;
         try {
             finalizeMpi();
         } catch (RuntimeException e) {
             // nothing sensible is left to do at exit
+        }
+    }
+
+    // ---------------------------------------------------------------- waiting, and ending the job
+
+    /** Counts an operation whose request MPI holds from its start until {@link #finished()}. */
+    void started() { pending.incrementAndGet(); }
+
+    void finished() { pending.decrementAndGet(); }
+
+    /**
+     * Polls the request in {@code request} with {@code MPI_Test} until it completes: busily at first (see
+     * {@link #BUSY_NANOS}), then with short sleeps. Returns 0, or the MPI error code the request completed
+     * with. When the deadline passes first, the job ends ({@link #abortJob}) with the exception
+     * {@code onDeadline} makes from the time waited: nothing is returned while MPI may still use the buffers.
+     *
+     * @param bytes the bytes the operation moves, which sets how long it is polled without pause
+     */
+    int await(MemorySegment request, MemorySegment flag, MemorySegment status, long bytes,
+              java.util.function.LongFunction<DistributedException> onDeadline) {
+        long start = System.nanoTime();
+        long busyUntil = start + Math.min(MAX_BUSY_NANOS, BUSY_NANOS + BUSY_NANOS_PER_BYTE * Math.max(0, bytes));
+        long sleep = FIRST_SLEEP_NANOS;
+        while (true) {
+            int rc;
+            enter();
+            try {
+                rc = (int) lib.test.invokeExact(request, flag, status);
+            } catch (Throwable t) {
+                throw wrap("MPI_Test", t);
+            } finally {
+                exit();
+            }
+            if (rc != 0 || flag.get(ValueLayout.JAVA_INT, 0) != 0) return rc;
+            long now = System.nanoTime();
+            if (now - busyUntil < 0) {
+                Thread.onSpinWait();
+                continue;
+            }
+            // This is where a liveness signal (a peer known to be gone) would end the wait early.
+            if (now - start >= deadlineNanos) abortJob(onDeadline.apply(now - start));
+            LockSupport.parkNanos(sleep);
+            sleep = Math.min(2 * sleep, MAX_SLEEP_NANOS);
+        }
+    }
+
+    /**
+     * Ends the job: MPI cannot continue once a collective failed or stalled on one rank (the others would wait
+     * in it, or match its messages against later operations). Prints the typed error (class, message, and
+     * where the program was) to stderr, then calls {@code MPI_Abort(MPI_COMM_WORLD, 70)}, which stops every
+     * process of the job. If a library's {@code MPI_Abort} returned, the error is thrown to the caller.
+     */
+    DistributedException abortJob(DistributedException error) {
+        failed = true;
+        System.err.println("jdist: ending the MPI job with MPI_Abort (exit status " + ABORT_EXIT_CODE + ") because of:");
+        error.printStackTrace(System.err);
+        System.err.flush();
+        // The launcher forwards our stderr through a pipe and stops forwarding when the abort kills the job:
+        // give it a moment to pass the message on (the job is over anyway).
+        try {
+            Thread.sleep(ABORT_GRACE_MILLIS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        // Not enter(): another thread may hold the lock inside a call that never returns.
+        boolean locked = multiple || lockQuietly();
+        try {
+            int ignored = (int) lib.abort.invokeExact(abi.commWorld(), ABORT_EXIT_CODE);
+        } catch (Throwable t) {
+            error.addSuppressed(t);
+        } finally {
+            if (locked && !multiple) lock.unlock();
+        }
+        throw error;
+    }
+
+    /** {@code "5 s"}, {@code "2.500 s"}: durations in messages. */
+    static String seconds(Duration d) {
+        double s = d.toNanos() / 1e9;
+        return s == Math.rint(s) ? (long) s + " s" : String.format(java.util.Locale.ROOT, "%.3f s", s);
+    }
+
+    private boolean lockQuietly() {
+        try {
+            return lock.tryLock(1, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
         }
     }
 

@@ -26,6 +26,8 @@ final class CudaRuntime {
     static final int HOST_TO_DEVICE = 1;
     static final int DEVICE_TO_HOST = 2;
     static final int DEVICE_TO_DEVICE = 3;
+    /** {@code cudaErrorNotReady}: what {@link #streamQuery} answers while work is still queued. */
+    static final int NOT_READY = 600;
 
     private final String libraryName;
     private final MethodHandle getDeviceCount;   // cudaError_t (int*)
@@ -36,6 +38,7 @@ final class CudaRuntime {
     private final MethodHandle memcpyAsync;      // (void*, const void*, size_t, kind, stream)
     private final MethodHandle streamCreate;     // (cudaStream_t*)
     private final MethodHandle streamSynchronize;// (stream)
+    private final MethodHandle streamQuery;      // (stream)
     private final MethodHandle streamDestroy;    // (stream)
     private final MethodHandle getErrorString;   // const char* (cudaError_t)
 
@@ -51,6 +54,7 @@ final class CudaRuntime {
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS));
         streamCreate = bind(linker, lib, "cudaStreamCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         streamSynchronize = bind(linker, lib, "cudaStreamSynchronize", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        streamQuery = bind(linker, lib, "cudaStreamQuery", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         streamDestroy = bind(linker, lib, "cudaStreamDestroy", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         getErrorString = bind(linker, lib, "cudaGetErrorString", FunctionDescriptor.of(ADDRESS, JAVA_INT));
     }
@@ -118,6 +122,17 @@ final class CudaRuntime {
     void streamSynchronize(MemorySegment stream) {
         int rc = rc(() -> (int) streamSynchronize.invokeExact(stream));
         if (rc != 0) throw failure("cudaStreamSynchronize", rc);
+    }
+
+    /**
+     * {@code cudaStreamQuery}: true when everything queued on {@code stream} has finished, false while it runs
+     * ({@code cudaErrorNotReady}); an error of the stream's work is an exception.
+     */
+    boolean streamIdle(MemorySegment stream) {
+        int rc = rc(() -> (int) streamQuery.invokeExact(stream));
+        if (rc == 0) return true;
+        if (rc == NOT_READY) return false;
+        throw failure("cudaStreamQuery", rc);
     }
 
     void streamDestroy(MemorySegment stream) {

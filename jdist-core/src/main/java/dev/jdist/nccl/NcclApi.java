@@ -37,6 +37,23 @@ final class NcclApi {
     static final int MAX = 2;
     static final int MIN = 3;
 
+    /** {@code ncclResult_t} values jdist tells apart. */
+    static final int SUCCESS = 0;
+    static final int SYSTEM_ERROR = 2;
+    static final int REMOTE_ERROR = 6;
+    static final int IN_PROGRESS = 7;
+
+    /** {@code NCCL_API_MAGIC}. */
+    private static final int CONFIG_MAGIC = 0xcafebeef;
+    /**
+     * The head of {@code ncclConfig_t} that NCCL 2.14 introduced: {@code size_t size; unsigned magic; unsigned
+     * version; int blocking;}. NCCL copies {@code size} bytes and takes its defaults for every later field, so
+     * this is all jdist passes; the version says 2.14 so that NCCL reads no field beyond these.
+     */
+    private static final StructLayout CONFIG_HEAD = MemoryLayout.structLayout(JAVA_LONG.withName("size"),
+            JAVA_INT.withName("magic"), JAVA_INT.withName("version"), JAVA_INT.withName("blocking"));
+    private static final int CONFIG_VERSION_2_14 = 21400;
+
     private final String libraryName;
     private final MethodHandle getUniqueId;      // (ncclUniqueId*)
     private final MethodHandle commInitRank;     // (ncclComm_t*, int, ncclUniqueId, int)
@@ -51,6 +68,9 @@ final class NcclApi {
     private final MethodHandle getErrorString;   // const char* (ncclResult_t)
     private final MethodHandle getLastError;     // const char* (comm), NCCL >= 2.13; null when absent
     private final MethodHandle getVersion;       // (int*); null when absent
+    private final MethodHandle commInitRankConfig;  // (ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*), NCCL >= 2.14
+    private final MethodHandle commGetAsyncError;   // (comm, ncclResult_t*), NCCL >= 2.4
+    private final MethodHandle commFinalize;        // (comm), NCCL >= 2.14
 
     NcclApi(NativeLibraries.Opened lib) {
         this.libraryName = lib.name();
@@ -76,6 +96,21 @@ final class NcclApi {
                 .map(a -> linker.downcallHandle(a, FunctionDescriptor.of(ADDRESS, ADDRESS))).orElse(null);
         getVersion = l.find("ncclGetVersion")
                 .map(a -> linker.downcallHandle(a, FunctionDescriptor.of(JAVA_INT, ADDRESS))).orElse(null);
+        commInitRankConfig = l.find("ncclCommInitRankConfig").map(a -> linker.downcallHandle(a,
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, UNIQUE_ID, JAVA_INT, ADDRESS))).orElse(null);
+        commGetAsyncError = l.find("ncclCommGetAsyncError")
+                .map(a -> linker.downcallHandle(a, FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS))).orElse(null);
+        commFinalize = l.find("ncclCommFinalize")
+                .map(a -> linker.downcallHandle(a, FunctionDescriptor.of(JAVA_INT, ADDRESS))).orElse(null);
+    }
+
+    /**
+     * Whether communicators can be created non-blocking and watched ({@code ncclCommInitRankConfig},
+     * {@code ncclCommGetAsyncError}, {@code ncclCommFinalize}: NCCL 2.14 and later). Without them jdist
+     * falls back to blocking calls, which a stopped peer can hang.
+     */
+    boolean nonblocking() {
+        return commInitRankConfig != null && commGetAsyncError != null && commFinalize != null;
     }
 
     String libraryName() { return libraryName; }
@@ -98,11 +133,9 @@ final class NcclApi {
         }
     }
 
-    /** {@code ncclCommInitRank}: blocking and collective over all {@code nranks}. */
+    /** {@code ncclCommInitRank}: blocking and collective over all {@code nranks} (NCCL before 2.14). */
     MemorySegment commInitRank(int nranks, byte[] uniqueId, int rank) {
-        if (uniqueId.length != UNIQUE_ID_BYTES) {
-            throw new IllegalArgumentException("an NCCL unique id has " + UNIQUE_ID_BYTES + " bytes, got " + uniqueId.length);
-        }
+        checkId(uniqueId);
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
             MemorySegment id = a.allocate(UNIQUE_ID);
@@ -114,15 +147,66 @@ final class NcclApi {
     }
 
     /**
-     * {@code ncclCommSplit} with a NULL config: the child inherits the parent's (blocking) configuration.
+     * {@code ncclCommInitRankConfig} with {@code blocking = 0}: returns the communicator at once, while it is
+     * still being created ({@link #asyncError} answers {@link #IN_PROGRESS} until every rank has joined).
+     * When the call fails outright and NCCL handed out a communicator, it is in {@code failed[0]}, for the
+     * caller to abort.
+     */
+    MemorySegment commInitRankNonblocking(int nranks, byte[] uniqueId, int rank, MemorySegment[] failed) {
+        checkId(uniqueId);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            MemorySegment id = a.allocate(UNIQUE_ID);
+            MemorySegment.copy(uniqueId, 0, id, JAVA_BYTE, 0, UNIQUE_ID_BYTES);
+            MemorySegment config = a.allocate(CONFIG_HEAD);
+            config.set(JAVA_LONG, 0, CONFIG_HEAD.byteSize());           // 20: the four fields (no tail padding)
+            config.set(JAVA_INT, 8, CONFIG_MAGIC);
+            config.set(JAVA_INT, 12, CONFIG_VERSION_2_14);
+            config.set(JAVA_INT, 16, 0);                                // blocking = 0
+            int rc = rc(() -> (int) commInitRankConfig.invokeExact(out, nranks, id, rank, config));
+            MemorySegment comm = out.get(ADDRESS, 0);
+            if (rc != SUCCESS && rc != IN_PROGRESS) {
+                failed[0] = comm;
+                throw failure("ncclCommInitRankConfig(nranks=" + nranks + ", rank=" + rank + ", non-blocking)",
+                        comm.equals(MemorySegment.NULL) ? null : comm, rc);
+            }
+            return comm;
+        }
+    }
+
+    /** {@code ncclCommGetAsyncError}: {@link #SUCCESS}, {@link #IN_PROGRESS}, or the error that broke the communicator. */
+    int asyncError(MemorySegment comm) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(JAVA_INT);
+            int rc = rc(() -> (int) commGetAsyncError.invokeExact(comm, out));
+            if (rc != 0) throw failure("ncclCommGetAsyncError", comm, rc);
+            return out.get(JAVA_INT, 0);
+        }
+    }
+
+    /** {@code ncclCommFinalize}: in non-blocking mode it returns {@link #IN_PROGRESS}; {@link #asyncError} says when it is done. */
+    void commFinalize(MemorySegment comm) {
+        int rc = rc(() -> (int) commFinalize.invokeExact(comm));
+        if (rc != SUCCESS && rc != IN_PROGRESS) throw failure("ncclCommFinalize", comm, rc);
+    }
+
+    /**
+     * {@code ncclCommSplit} with a NULL config: the child inherits the parent's configuration (so it is
+     * non-blocking when the parent is: {@link #asyncError} of the child says when it is ready).
      * Returns {@link MemorySegment#NULL} when NCCL gives this rank no communicator.
      */
     MemorySegment commSplit(MemorySegment comm, int color, int key) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
             int rc = rc(() -> (int) commSplit.invokeExact(comm, color, key, out, MemorySegment.NULL));
-            if (rc != 0) throw failure("ncclCommSplit(color=" + color + ", key=" + key + ")", comm, rc);
+            if (rc != SUCCESS && rc != IN_PROGRESS) throw failure("ncclCommSplit(color=" + color + ", key=" + key + ")", comm, rc);
             return out.get(ADDRESS, 0);
+        }
+    }
+
+    private static void checkId(byte[] uniqueId) {
+        if (uniqueId.length != UNIQUE_ID_BYTES) {
+            throw new IllegalArgumentException("an NCCL unique id has " + UNIQUE_ID_BYTES + " bytes, got " + uniqueId.length);
         }
     }
 
@@ -147,19 +231,19 @@ final class NcclApi {
     void allReduce(MemorySegment send, MemorySegment recv, long count, int type, int op, MemorySegment comm,
                    MemorySegment stream) {
         int rc = rc(() -> (int) allReduce.invokeExact(send, recv, count, type, op, comm, stream));
-        if (rc != 0) throw failure("ncclAllReduce(count=" + count + ", type=" + type + ", op=" + op + ")", comm, rc);
+        if (rc != SUCCESS && rc != IN_PROGRESS) throw failure("ncclAllReduce(count=" + count + ", type=" + type + ", op=" + op + ")", comm, rc);
     }
 
     void allGather(MemorySegment send, MemorySegment recv, long sendCount, int type, MemorySegment comm,
                    MemorySegment stream) {
         int rc = rc(() -> (int) allGather.invokeExact(send, recv, sendCount, type, comm, stream));
-        if (rc != 0) throw failure("ncclAllGather(sendcount=" + sendCount + ", type=" + type + ")", comm, rc);
+        if (rc != SUCCESS && rc != IN_PROGRESS) throw failure("ncclAllGather(sendcount=" + sendCount + ", type=" + type + ")", comm, rc);
     }
 
     void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, int type, int op, MemorySegment comm,
                        MemorySegment stream) {
         int rc = rc(() -> (int) reduceScatter.invokeExact(send, recv, recvCount, type, op, comm, stream));
-        if (rc != 0) {
+        if (rc != SUCCESS && rc != IN_PROGRESS) {
             throw failure("ncclReduceScatter(recvcount=" + recvCount + ", type=" + type + ", op=" + op + ")", comm, rc);
         }
     }
@@ -196,7 +280,7 @@ final class NcclApi {
         }
     }
 
-    private DistributedException failure(String what, MemorySegment comm, int code) {
+    DistributedException failure(String what, MemorySegment comm, int code) {
         String detail = lastError(comm).map(s -> "; NCCL says: " + s).orElse("");
         return new DistributedException(what + " failed: " + errorString(code) + " (ncclResult " + code + ", "
                 + libraryName + ")" + detail + "; set NCCL_DEBUG=WARN (or INFO) for NCCL's own log");

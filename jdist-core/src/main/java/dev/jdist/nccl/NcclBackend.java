@@ -1,13 +1,16 @@
 package dev.jdist.nccl;
 
 import dev.jdist.ConfigException;
+import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.spi.Backend;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.JdistTimeout;
 import dev.jdist.spi.JobRendezvous;
 import dev.jdist.spi.RankOffer;
 
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -20,12 +23,15 @@ import java.util.Optional;
  * <p>Environment: {@code NCCL_HOST_IP}, {@code NCCL_PORT}, {@code MLX_RANK}, {@code MLX_WORLD_SIZE}
  * (all four, or the backend is not configured), {@code MLX_NCCL_TIMEOUT} (ms, default 300000),
  * {@code CUDA_VISIBLE_DEVICES} (read by CUDA), {@code NCCL_*} (read by NCCL), and jdist's
- * {@code JDIST_NCCL_LIBRARY} / {@code JDIST_CUDART_LIBRARY} to point at the libraries.
+ * {@code JDIST_NCCL_LIBRARY} / {@code JDIST_CUDART_LIBRARY} to point at the libraries and
+ * {@code JDIST_TIMEOUT} (the deadline of communicator creation and of every operation).
  *
  * <p>{@link #isAvailable()} is true when both libraries load and CUDA reports at least one device;
  * otherwise {@link #unavailableReason()} says why. Neither throws.
  */
 public final class NcclBackend implements Backend {
+
+    private static final System.Logger LOG = System.getLogger("dev.jdist.nccl");
 
     private static final List<String> LIBRARY_VARS =
             List.of(NativeLibraries.NCCL_LIBRARY_ENV, NativeLibraries.CUDART_LIBRARY_ENV, "CUDA_HOME");
@@ -125,7 +131,8 @@ public final class NcclBackend implements Backend {
             throw new DistributedException("nccl rank " + rendezvous.rank() + ": rank 0 published an NCCL unique id of " + id.length
                     + " bytes, not " + NcclApi.UNIQUE_ID_BYTES);
         }
-        return Optional.of(communicator(n, device, rendezvous.rank(), rendezvous.size(), id));
+        Duration deadline = JdistTimeout.parse(rendezvous.env().get(JdistTimeout.VARIABLE));
+        return Optional.of(communicator(n, device, rendezvous.rank(), rendezvous.size(), id, deadline));
     }
 
     /** The library variables from the init environment, else from this backend's own. */
@@ -140,7 +147,13 @@ public final class NcclBackend implements Backend {
         return libEnv;
     }
 
-    /** Device selection (§6.2), the unique-id bootstrap (§6.3) and {@code ncclCommInitRank} (§6.4). */
+    /**
+     * Device selection (§6.2), the unique-id bootstrap (§6.3) and communicator creation (§6.4): non-blocking
+     * ({@code ncclCommInitRankConfig} with {@code blocking = 0}, NCCL 2.14 and later) and watched with
+     * {@code ncclCommGetAsyncError} until every rank has joined, within the deadline ({@code JDIST_TIMEOUT});
+     * a rank that never joins ends in {@code ncclCommAbort} and a {@link DeadlineExceededException}. Older
+     * NCCL: the blocking {@code ncclCommInitRank}.
+     */
     static NcclGroup connect(NcclConfig cfg, NcclNatives n) {
         int devices = n.cuda().deviceCount();
         int device = cfg.rank() % devices;
@@ -149,26 +162,67 @@ public final class NcclBackend implements Backend {
             n.cuda().setDevice(device);
             return n.nccl().getUniqueId();
         });
-        return communicator(n, device, cfg.rank(), cfg.worldSize(), id);
+        return communicator(n, device, cfg.rank(), cfg.worldSize(), id, cfg.deadline());
     }
 
-    /** {@code ncclCommInitRank} with the shared id, and the group's stream. */
-    private static NcclGroup communicator(NcclNatives n, int device, int rank, int size, byte[] id) {
+    /** The communicator over the shared id (non-blocking where NCCL can), and the group's stream. */
+    private static NcclGroup communicator(NcclNatives n, int device, int rank, int size, byte[] id, Duration deadline) {
         String who = "nccl rank " + rank + " of " + size;
         n.cuda().setDevice(device);
+        String where = who + " (cuda:" + device + ")";
         MemorySegment comm;
-        try {
-            comm = n.nccl().commInitRank(size, id, rank);
-        } catch (DistributedException e) {
-            throw new DistributedException(who + " (cuda:" + device + "): " + e.getMessage(), e);
+        if (n.nccl().nonblocking()) {
+            comm = createNonblocking(n, id, rank, size, deadline, where);
+        } else {
+            LOG.log(System.Logger.Level.WARNING, "{0} lacks ncclCommInitRankConfig (NCCL before 2.14): communicators are "
+                    + "blocking, and a stopped peer can hang this process", n.nccl().libraryName());
+            try {
+                comm = n.nccl().commInitRank(size, id, rank);
+            } catch (DistributedException e) {
+                throw new DistributedException(where + ": " + e.getMessage(), e, rank, "init");
+            }
         }
         MemorySegment stream;
         try {
             stream = n.cuda().streamCreate();
         } catch (RuntimeException e) {
-            n.nccl().commAbort(comm);
+            NcclProgress.abort(n.nccl(), comm, where);
             throw e;
         }
-        return new NcclGroup(n, device, comm, stream);
+        return new NcclGroup(n, device, comm, stream, deadline);
+    }
+
+    private static MemorySegment createNonblocking(NcclNatives n, byte[] id, int rank, int size, Duration deadline, String where) {
+        String op = "init (ncclCommInitRankConfig, non-blocking)";
+        MemorySegment[] failed = {MemorySegment.NULL};
+        MemorySegment comm;
+        try {
+            comm = n.nccl().commInitRankNonblocking(size, id, rank, failed);
+        } catch (DistributedException e) {
+            NcclProgress.abort(n.nccl(), failed[0], where);
+            throw new DistributedException(where + ": " + e.getMessage(), e, rank, op);
+        }
+        int[] async = {NcclApi.IN_PROGRESS};
+        boolean ready;
+        try {
+            ready = NcclProgress.await(deadline, () -> (async[0] = n.nccl().asyncError(comm)) != NcclApi.IN_PROGRESS);
+        } catch (DistributedException e) {
+            NcclProgress.abort(n.nccl(), comm, where);
+            throw new DistributedException(where + ": " + e.getMessage(), e, rank, op);
+        }
+        if (!ready) {
+            NcclProgress.abort(n.nccl(), comm, where);
+            throw new DeadlineExceededException(where + ": creating the communicator (" + op + ") did not complete within "
+                    + NcclProgress.seconds(deadline) + " (JDIST_TIMEOUT): not every one of the " + size
+                    + " ranks joined (one stopped, died or cannot reach the others after fetching the unique id); jdist "
+                    + "aborted it (ncclCommAbort). Set NCCL_DEBUG=INFO to see NCCL's connection attempts", null, rank,
+                    "init", deadline);
+        }
+        if (async[0] != NcclApi.SUCCESS) {
+            DistributedException e = NcclProgress.asyncFailure(n.nccl(), comm, async[0], rank, "init", where);
+            NcclProgress.abort(n.nccl(), comm, where);
+            throw e;
+        }
+        return comm;
     }
 }

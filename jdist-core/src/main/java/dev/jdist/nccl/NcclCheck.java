@@ -20,6 +20,14 @@ import java.util.Map;
  * device memory ({@link DeviceArray}), the same through host staging, a split, and the
  * unsupported-dtype check. One line per check; exit status 0 when all pass, 1 when one fails, 2 when
  * the backend is unavailable.
+ *
+ * <p>Then the no-hang paths (issue 15): when it ran as a 1-rank world, a 2-rank communicator whose second
+ * rank takes the unique id but never joins must end in {@code ncclCommAbort} and a
+ * {@code DeadlineExceededException} after the deadline ({@code JDIST_GPU_CHECK_ABORT_TIMEOUT}, default
+ * 5s), and the GPU must still work afterwards. With the argument {@code peer-stop} in a world of 2 or
+ * more ranks (one GPU each), rank 1 stops itself (SIGSTOP) after a first all_sum and rank 0's next
+ * all_sum must end the same way within {@code JDIST_TIMEOUT}, its close() within seconds; whoever
+ * started the ranks kills the stopped one afterwards.
  */
 public final class NcclCheck {
 
@@ -31,10 +39,15 @@ public final class NcclCheck {
     private NcclCheck() {}
 
     public static void main(String[] args) throws IOException {
-        System.exit(new NcclCheck().run(System.getenv()));
+        boolean peerStop = args.length > 0 && args[0].equals("peer-stop");
+        System.exit(new NcclCheck().run(System.getenv(), peerStop));
     }
 
     int run(Map<String, String> processEnv) throws IOException {
+        return run(processEnv, false);
+    }
+
+    int run(Map<String, String> processEnv, boolean peerStop) throws IOException {
         NcclBackend backend = new NcclBackend(processEnv);
         if (!backend.isAvailable()) {
             System.out.println("nccl: UNAVAILABLE: " + backend.unavailableReason().orElse("?"));
@@ -47,7 +60,8 @@ public final class NcclCheck {
         System.out.println("nccl: CUDA devices visible = " + n.cuda().deviceCount()
                 + " (CUDA_VISIBLE_DEVICES=" + processEnv.getOrDefault("CUDA_VISIBLE_DEVICES", "unset") + ")");
         Map<String, String> env = new HashMap<>(processEnv);
-        if (NcclConfig.fromEnv(processEnv, false).isEmpty()) {
+        boolean alone = NcclConfig.fromEnv(processEnv, false).isEmpty();
+        if (alone) {
             env.put("NCCL_HOST_IP", "127.0.0.1");
             env.put("NCCL_PORT", Integer.toString(freePort()));
             env.put("MLX_RANK", "0");
@@ -76,12 +90,119 @@ public final class NcclCheck {
                     check("unsupported dtype " + bad + " rejected", true);
                 }
             }
+            if (peerStop) peerStop(g);
         } catch (RuntimeException e) {
             System.out.println("FAIL " + e.getClass().getSimpleName() + ": " + e.getMessage());
             failures++;
         }
+        if (alone) creationAbort(backend, processEnv);
         System.out.println(failures == 0 ? "nccl: ALL CHECKS PASSED" : "nccl: " + failures + " CHECK(S) FAILED");
         return failures == 0 ? 0 : 1;
+    }
+
+    /**
+     * A 2-rank world whose "rank 1" (a thread of this process) fetches the unique id and never joins: creation
+     * must end in ncclCommAbort and a DeadlineExceededException after the deadline; the GPU must work after.
+     */
+    private void creationAbort(NcclBackend backend, Map<String, String> processEnv) throws IOException {
+        Map<String, String> env = new HashMap<>(processEnv);
+        String timeout = processEnv.getOrDefault("JDIST_GPU_CHECK_ABORT_TIMEOUT", "5s");
+        env.put("JDIST_TIMEOUT", timeout);
+        env.put("NCCL_HOST_IP", "127.0.0.1");
+        env.put("NCCL_PORT", Integer.toString(freePort()));
+        env.put("MLX_WORLD_SIZE", "2");
+        env.put("MLX_NCCL_TIMEOUT", "60000");
+        Map<String, String> rank1 = new HashMap<>(env);
+        rank1.put("MLX_RANK", "1");
+        env.put("MLX_RANK", "0");
+        Thread fetcher = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                NcclBootstrap.fetch(NcclConfig.fromEnv(rank1, true).orElseThrow());
+            } catch (RuntimeException e) {
+                System.out.println("FAIL the stand-in rank 1 could not fetch the id: " + e.getMessage());
+            }
+        });
+        java.time.Duration deadline = dev.jdist.spi.JdistTimeout.parse(timeout);
+        long t0 = System.nanoTime();
+        try {
+            backend.init(true, env).orElseThrow().close();
+            check("abort path: creation with a rank that never joins fails", false);
+        } catch (dev.jdist.DeadlineExceededException e) {
+            double s = (System.nanoTime() - t0) / 1e9;
+            System.out.printf("nccl: creation with a missing rank failed after %.1f s: %s%n", s, e.getMessage());
+            check("abort path: creation with a rank that never joins ends in DeadlineExceededException (rank "
+                    + e.rank().orElse(-1) + ", op " + e.operation().orElse("?") + ", deadline " + e.deadline().orElse(null) + ")",
+                    e.rank().orElse(-1) == 0 && e.deadline().isPresent());
+            check("abort path: it took the deadline, not much longer (" + String.format("%.1f", s) + " s)",
+                    s >= deadline.toNanos() / 1e9 * 0.99 && s < deadline.toNanos() / 1e9 + 30);
+        } catch (RuntimeException e) {
+            check("abort path: creation with a rank that never joins ends in DeadlineExceededException, got "
+                    + e.getClass().getSimpleName() + ": " + e.getMessage(), false);
+        }
+        try {
+            fetcher.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        Map<String, String> again = new HashMap<>(processEnv);
+        again.put("NCCL_HOST_IP", "127.0.0.1");
+        again.put("NCCL_PORT", Integer.toString(freePort()));
+        again.put("MLX_RANK", "0");
+        again.put("MLX_WORLD_SIZE", "1");
+        try (NcclGroup g = (NcclGroup) backend.init(true, again).orElseThrow();
+             DeviceArray d = g.toDevice(Array.full(DType.FLOAT32, 2, 8)); DeviceArray s = g.allSum(d)) {
+            check("abort path: a new communicator works after the abort", allEqual(s.toHost(), 2));
+        } catch (RuntimeException e) {
+            check("abort path: a new communicator works after the abort (" + e + ")", false);
+        }
+    }
+
+    /** Rank 1 stops itself; rank 0's next all_sum must end in DeadlineExceededException and close() within seconds. */
+    private void peerStop(NcclGroup g) {
+        if (g.size() < 2) {
+            check("peer-stop needs 2 or more ranks", false);
+            return;
+        }
+        try (DeviceArray d = g.toDevice(Array.full(DType.FLOAT32, 1, 256)); DeviceArray s = g.allSum(d)) {
+            check("peer-stop: first all_sum", allEqual(s.toHost(), g.size()));
+        }
+        System.out.flush();
+        if (g.rank() == 1) {
+            System.out.println("nccl: rank 1 stops itself now (pid " + ProcessHandle.current().pid() + ")");
+            System.out.flush();
+            try {
+                new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+            } catch (IOException | InterruptedException e) {
+                check("peer-stop: rank 1 could not stop itself: " + e, false);
+            }
+            return;
+        }
+        if (g.rank() != 0) return;
+        try {
+            Thread.sleep(1000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        long t0 = System.nanoTime();
+        try (DeviceArray d = g.toDevice(Array.full(DType.FLOAT32, 1, 256))) {
+            g.allSum(d).close();
+            check("peer-stop: all_sum with a stopped peer fails", false);
+        } catch (dev.jdist.DeadlineExceededException e) {
+            System.out.printf("nccl: all_sum with a stopped peer failed after %.1f s: %s%n", (System.nanoTime() - t0) / 1e9,
+                    e.getMessage());
+            check("peer-stop: all_sum with a stopped peer ends in DeadlineExceededException (op "
+                    + e.operation().orElse("?") + ")", e.rank().orElse(-1) == 0);
+        } catch (RuntimeException e) {
+            check("peer-stop: DeadlineExceededException expected, got " + e, false);
+        }
+        long t1 = System.nanoTime();
+        try {
+            g.close();
+        } catch (RuntimeException e) {
+            System.out.println("nccl: close after the failure: " + e.getMessage());
+        }
+        double closeSeconds = (System.nanoTime() - t1) / 1e9;
+        check(String.format("peer-stop: close() after the failure returned in %.2f s", closeSeconds), closeSeconds < 15);
     }
 
     /** x_r[i] = r + 1 + (i mod 4): sum, max, min and the gathered blocks are exact in every dtype. */

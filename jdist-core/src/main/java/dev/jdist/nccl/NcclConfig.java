@@ -1,7 +1,9 @@
 package dev.jdist.nccl;
 
 import dev.jdist.ConfigException;
+import dev.jdist.spi.JdistTimeout;
 
+import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 
@@ -13,10 +15,17 @@ import java.util.Optional;
  * @param port      {@code NCCL_PORT}
  * @param rank      {@code MLX_RANK}
  * @param worldSize {@code MLX_WORLD_SIZE}
- * @param timeoutMs {@code MLX_NCCL_TIMEOUT}, default 300000
+ * @param timeoutMs {@code MLX_NCCL_TIMEOUT}, default 300000: how long the unique-id bootstrap retries
  * @param debugInfo whether {@code NCCL_DEBUG=INFO} (then the bootstrap's duration is logged)
+ * @param deadline  {@code JDIST_TIMEOUT} ({@link JdistTimeout}): how long communicator creation and each
+ *                  operation may go without completing before jdist aborts the communicator
  */
-record NcclConfig(String hostIp, int port, int rank, int worldSize, long timeoutMs, boolean debugInfo) {
+record NcclConfig(String hostIp, int port, int rank, int worldSize, long timeoutMs, boolean debugInfo, Duration deadline) {
+
+    /** With the default deadline. */
+    NcclConfig(String hostIp, int port, int rank, int worldSize, long timeoutMs, boolean debugInfo) {
+        this(hostIp, port, rank, worldSize, timeoutMs, debugInfo, JdistTimeout.DEFAULT);
+    }
 
     static final String HOST_IP = "NCCL_HOST_IP";
     static final String PORT = "NCCL_PORT";
@@ -57,22 +66,29 @@ record NcclConfig(String hostIp, int port, int rank, int worldSize, long timeout
         long timeout = DEFAULT_TIMEOUT_MS;
         String t = env.get(TIMEOUT);
         if (t != null && !t.isBlank()) {
-            try {
-                timeout = Long.parseLong(t.strip());
-            } catch (NumberFormatException e) {
-                throw new ConfigException(TIMEOUT + "=" + t + " is not a whole number of milliseconds");
-            }
-            if (timeout < 0) throw new ConfigException(TIMEOUT + "=" + t + " must not be negative (milliseconds)");
+            String v = t.strip();
+            if (v.startsWith("-")) throw new ConfigException(TIMEOUT + "=" + t + " must not be negative (milliseconds)");
+            timeout = digits(v, Long.MAX_VALUE, TIMEOUT + "=" + t + " is not a whole number of milliseconds");
         }
-        return Optional.of(new NcclConfig(host, port, rank, size, timeout, "INFO".equalsIgnoreCase(env.get("NCCL_DEBUG"))));
+        Duration deadline = JdistTimeout.parse(env.get(JdistTimeout.VARIABLE));
+        return Optional.of(new NcclConfig(host, port, rank, size, timeout, "INFO".equalsIgnoreCase(env.get("NCCL_DEBUG")),
+                deadline));
     }
 
     private static int parseInt(Map<String, String> env, String name) {
-        String v = env.get(name).strip();
+        return (int) digits(env.get(name).strip(), Integer.MAX_VALUE, name + "=" + env.get(name) + " is not a whole number "
+                + "(decimal digits 0-9, at most " + Integer.MAX_VALUE + ")");
+    }
+
+    /** Decimal ASCII digits only (Long.parseLong would also take a sign and other scripts' digits), at most {@code max}. */
+    private static long digits(String v, long max, String error) {
+        if (v.isEmpty() || v.length() > 19 || !v.chars().allMatch(c -> c >= '0' && c <= '9')) throw new ConfigException(error);
         try {
-            return Integer.parseInt(v);
+            long n = Long.parseLong(v);
+            if (n <= max) return n;
         } catch (NumberFormatException e) {
-            throw new ConfigException(name + "=" + env.get(name) + " is not a whole number");
+            // beyond Long.MAX_VALUE
         }
+        throw new ConfigException(error);
     }
 }

@@ -2,6 +2,7 @@ package dev.jdist.nccl;
 
 import dev.jdist.Array;
 import dev.jdist.DType;
+import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.Group;
 import dev.jdist.ReduceOp;
@@ -9,8 +10,10 @@ import dev.jdist.UnsupportedCollectiveException;
 import dev.jdist.spi.GroupImpl;
 
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 
 /**
  * One NCCL communicator on one GPU, with its CUDA stream (spec §6.4).
@@ -28,7 +31,15 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>All calls on one group run one at a time. NCCL accepts int8, uint8, int32, uint32, int64, uint64,
  * float16, float32, float64 and bfloat16; bool, int16, uint16 and complex64 are an
  * {@link IllegalArgumentException}. NCCL and CUDA failures are {@link DistributedException}s that
- * carry NCCL's or CUDA's error string; after an NCCL failure the communicator is aborted when closed.
+ * carry NCCL's or CUDA's error string.
+ *
+ * <p>No hang: the communicator is non-blocking (NCCL 2.14 and later), and every operation is waited for
+ * by polling {@code ncclCommGetAsyncError} and {@code cudaStreamQuery} against the deadline
+ * ({@code JDIST_TIMEOUT}; see {@link NcclProgress}). A collective that does not complete in time, or a
+ * communicator NCCL reports broken (a peer process gone: {@code ncclRemoteError}), ends in
+ * {@code ncclCommAbort} and a {@link DeadlineExceededException} or {@link dev.jdist.PeerLostException}
+ * carrying the rank, the operation and the deadline; the group is unusable from then on, and
+ * {@link #close()} returns within seconds.
  */
 public final class NcclGroup implements GroupImpl {
 
@@ -45,16 +56,22 @@ public final class NcclGroup implements GroupImpl {
     private long sendCap;
     private MemorySegment recvBuf = MemorySegment.NULL;
     private long recvCap;
-    private boolean failed;
+    private final Duration deadline;
+    /** The communicator was created non-blocking: watch it with ncclCommGetAsyncError, end it with ncclCommFinalize. */
+    private final boolean nonblocking;
+    /** The failure that aborted the communicator; the group is unusable from then on. */
+    private DistributedException broken;
     private boolean closed;
 
-    NcclGroup(NcclNatives natives, int device, MemorySegment comm, MemorySegment stream) {
+    NcclGroup(NcclNatives natives, int device, MemorySegment comm, MemorySegment stream, Duration deadline) {
         this.natives = natives;
         this.cuda = natives.cuda();
         this.nccl = natives.nccl();
         this.device = device;
         this.comm = comm;
         this.stream = stream;
+        this.deadline = deadline;
+        this.nonblocking = nccl.nonblocking();
         this.rank = nccl.commUserRank(comm);
         this.size = nccl.commCount(comm);
     }
@@ -88,12 +105,19 @@ public final class NcclGroup implements GroupImpl {
     public NcclGroup split(int color, int key) {
         lock.lock();
         try {
-            checkOpen();
+            checkUsable();
             cuda.setDevice(device);
-            MemorySegment child = guarded(() -> nccl.commSplit(comm, color, key));
+            String op = "split(color=" + color + ", key=" + key + ")";
+            MemorySegment child;
+            try {
+                child = nccl.commSplit(comm, color, key);
+            } catch (DistributedException e) {
+                throw fail(new DistributedException(who() + ": " + e.getMessage(), e, rank, op));
+            }
             if (child.equals(MemorySegment.NULL)) {
                 throw new DistributedException("ncclCommSplit(color=" + color + ") gave rank " + rank + " no communicator");
             }
+            if (nonblocking) awaitReady(child, op, "ncclCommSplit");
             MemorySegment childStream;
             try {
                 childStream = cuda.streamCreate();
@@ -101,9 +125,32 @@ public final class NcclGroup implements GroupImpl {
                 nccl.commDestroy(child);
                 throw e;
             }
-            return new NcclGroup(natives, device, child, childStream);
+            return new NcclGroup(natives, device, child, childStream, deadline);
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** A non-blocking split's child: ready (its async error leaves in-progress) within the deadline, or aborted. */
+    private void awaitReady(MemorySegment child, String op, String function) {
+        int[] last = {NcclApi.IN_PROGRESS};
+        boolean ready;
+        try {
+            ready = NcclProgress.await(deadline, () -> (last[0] = nccl.asyncError(child)) != NcclApi.IN_PROGRESS);
+        } catch (DistributedException e) {
+            NcclProgress.abort(nccl, child, who());
+            throw e;
+        }
+        if (!ready) {
+            NcclProgress.abort(nccl, child, who());
+            throw new DeadlineExceededException(who() + ": " + op + " (" + function + ") did not complete within "
+                    + NcclProgress.seconds(deadline) + " (JDIST_TIMEOUT): a rank of the group did not take part (stopped, "
+                    + "dead, or calling another operation); jdist aborted the new communicator", null, rank, op, deadline);
+        }
+        if (last[0] != NcclApi.SUCCESS) {
+            DistributedException e = NcclProgress.asyncFailure(nccl, child, last[0], rank, op, who());
+            NcclProgress.abort(nccl, child, who());
+            throw e;
         }
     }
 
@@ -114,21 +161,21 @@ public final class NcclGroup implements GroupImpl {
         int type = NcclTypes.dataType(in.dtype(), opName(op));
         int redOp = NcclTypes.redOp(op);
         long count = in.size();
-        staged(in, out, (s, r) -> nccl.allReduce(s, r, count, type, redOp, comm, stream));
+        staged(in, out, opName(op), (s, r) -> nccl.allReduce(s, r, count, type, redOp, comm, stream));
     }
 
     @Override
     public void allGather(Array in, Array out) {
         int type = NcclTypes.dataType(in.dtype(), "all_gather");
         long count = in.size();
-        staged(in, out, (s, r) -> nccl.allGather(s, r, count, type, comm, stream));
+        staged(in, out, "all_gather", (s, r) -> nccl.allGather(s, r, count, type, comm, stream));
     }
 
     @Override
     public void sumScatter(Array in, Array out) {
         int type = NcclTypes.dataType(in.dtype(), "sum_scatter");
         long count = out.size();
-        staged(in, out, (s, r) -> nccl.reduceScatter(s, r, count, type, NcclApi.SUM, comm, stream));
+        staged(in, out, "sum_scatter", (s, r) -> nccl.reduceScatter(s, r, count, type, NcclApi.SUM, comm, stream));
     }
 
     @Override
@@ -147,26 +194,89 @@ public final class NcclGroup implements GroupImpl {
         void run(MemorySegment send, MemorySegment recv);
     }
 
-    /** Host → staging buffer → NCCL → staging buffer → host, all on this group's stream. */
-    private void staged(Array in, Array out, DeviceOp op) {
+    /**
+     * Host → staging buffer → NCCL → staging buffer → host, on this group's stream. The copy back is queued
+     * only once the collective has completed: a copy into pageable host memory waits for the stream, and
+     * must not wait for a collective that never ends.
+     */
+    private void staged(Array in, Array out, String name, DeviceOp op) {
         lock.lock();
         try {
-            checkOpen();
+            checkUsable();
             if (in.nbytes() == 0 && out.nbytes() == 0) return;
+            Supplier<String> what = () -> describe(name, in.dtype(), in.shape(), "");
             cuda.setDevice(device);
             ensureStaging(in.nbytes(), out.nbytes());
             MemorySegment s = sendBuf;
             MemorySegment r = recvBuf;
             DeviceArray.withNative(in, false, src ->
                     cuda.memcpyAsync(s, src, in.nbytes(), CudaRuntime.HOST_TO_DEVICE, stream));
-            guarded(() -> { op.run(s, r); return null; });
+            launch(what, () -> op.run(s, r));
             DeviceArray.withNative(out, true, dst -> {
                 cuda.memcpyAsync(dst, r, out.nbytes(), CudaRuntime.DEVICE_TO_HOST, stream);
-                cuda.streamSynchronize(stream);
+                complete(() -> what.get() + " (copy of the result to the host)");
             });
         } finally {
             lock.unlock();
         }
+    }
+
+    /** {@code "all_sum float32[2,3]"}: the operation in messages and in the errors' operation field. */
+    private static String describe(String name, DType dtype, int[] shape, String suffix) {
+        return name + " " + dtype.mlxName() + Arrays.toString(shape).replace(" ", "") + suffix;
+    }
+
+    /** Queues an NCCL operation and waits for it; a failure aborts the communicator. */
+    private void launch(Supplier<String> what, Runnable enqueue) {
+        try {
+            enqueue.run();
+        } catch (DistributedException e) {
+            throw fail(new DistributedException(who() + ": " + e.getMessage(), e, rank, what.get()));
+        }
+        complete(what);
+    }
+
+    /**
+     * Waits until this group's stream is idle and, for a non-blocking communicator, NCCL has finished
+     * enqueueing and reports no error. The deadline or an asynchronous error aborts the communicator.
+     */
+    private void complete(Supplier<String> lazyWhat) {
+        int[] async = {NcclApi.SUCCESS};
+        boolean done;
+        try {
+            done = NcclProgress.await(deadline, () -> {
+                if (nonblocking) {
+                    async[0] = nccl.asyncError(comm);
+                    if (async[0] == NcclApi.IN_PROGRESS) return false;
+                    if (async[0] != NcclApi.SUCCESS) return true;
+                }
+                return cuda.streamIdle(stream);
+            });
+        } catch (DistributedException e) {
+            String what = lazyWhat.get();
+            throw fail(new DistributedException(who() + ": " + what + ": " + e.getMessage(), e, rank, what));
+        }
+        if (done && async[0] == NcclApi.SUCCESS) return;
+        String what = lazyWhat.get();
+        if (async[0] != NcclApi.SUCCESS && async[0] != NcclApi.IN_PROGRESS) {
+            throw fail(NcclProgress.asyncFailure(nccl, comm, async[0], rank, what, who()));
+        }
+        if (!done) {
+            throw fail(new DeadlineExceededException(who() + ": " + what + " did not complete within "
+                    + NcclProgress.seconds(deadline) + " (JDIST_TIMEOUT): a rank of the group is stopped, has died, is much "
+                    + "slower than this one, or called a different operation. jdist aborted the communicator "
+                    + "(ncclCommAbort); form a new group to continue, or raise JDIST_TIMEOUT if a rank legitimately "
+                    + "takes longer between operations", null, rank, what, deadline));
+        }
+    }
+
+    /** Aborts the communicator (bounded), marks the group unusable and returns {@code e} for the caller to throw. */
+    private DistributedException fail(DistributedException e) {
+        if (broken == null) broken = e;
+        MemorySegment c = comm;
+        comm = MemorySegment.NULL;
+        NcclProgress.abort(nccl, c, who());
+        return e;
     }
 
     private void ensureStaging(long sendBytes, long recvBytes) {
@@ -230,7 +340,8 @@ public final class NcclGroup implements GroupImpl {
         int type = NcclTypes.dataType(in.dtype(), opName(op));
         checkSame(in, out, in.size(), opName(op));
         int redOp = NcclTypes.redOp(op);
-        onDevice(in, out, () -> nccl.allReduce(in.devicePointer(), out.devicePointer(), in.size(), type, redOp, comm, stream));
+        onDevice(in, out, opName(op),
+                () -> nccl.allReduce(in.devicePointer(), out.devicePointer(), in.size(), type, redOp, comm, stream));
     }
 
     /** Every rank's {@code x} concatenated along axis 0 ({@code [n]} for a 0-d {@code x}) in a new device array. */
@@ -245,7 +356,7 @@ public final class NcclGroup implements GroupImpl {
             outShape[0] = Math.multiplyExact(shape[0], size);
         }
         DeviceArray out = allocate(x.dtype(), outShape);
-        return fillOrClose(out, () -> onDevice(x, out,
+        return fillOrClose(out, () -> onDevice(x, out, "all_gather",
                 () -> nccl.allGather(x.devicePointer(), out.devicePointer(), x.size(), type, comm, stream)));
     }
 
@@ -259,7 +370,7 @@ public final class NcclGroup implements GroupImpl {
         int[] outShape = x.shape();
         outShape[0] /= size;
         DeviceArray out = allocate(x.dtype(), outShape);
-        return fillOrClose(out, () -> onDevice(x, out,
+        return fillOrClose(out, () -> onDevice(x, out, "sum_scatter",
                 () -> nccl.reduceScatter(x.devicePointer(), out.devicePointer(), out.size(), type, NcclApi.SUM, comm, stream)));
     }
 
@@ -280,7 +391,7 @@ public final class NcclGroup implements GroupImpl {
         }
     }
 
-    private void onDevice(DeviceArray in, DeviceArray out, Runnable op) {
+    private void onDevice(DeviceArray in, DeviceArray out, String name, Runnable op) {
         for (DeviceArray d : new DeviceArray[] {in, out}) {
             d.checkOpen();
             if (d.device() != device || d.cuda() != cuda) {
@@ -290,11 +401,10 @@ public final class NcclGroup implements GroupImpl {
         }
         lock.lock();
         try {
-            checkOpen();
+            checkUsable();
             if (in.nbytes() == 0 && out.nbytes() == 0) return;
             cuda.setDevice(device);
-            guarded(() -> { op.run(); return null; });
-            cuda.streamSynchronize(stream);
+            launch(() -> describe(name, in.dtype(), in.shape(), " (device arrays)"), op);
         } finally {
             lock.unlock();
         }
@@ -302,20 +412,28 @@ public final class NcclGroup implements GroupImpl {
 
     // ------------------------------------------------------------------------------------ lifecycle
 
-    private <T> T guarded(java.util.function.Supplier<T> ncclCall) {
-        try {
-            return ncclCall.get();
-        } catch (DistributedException e) {
-            failed = true;
-            throw new DistributedException("nccl rank " + rank + " of " + size + " (cuda:" + device + "): " + e.getMessage(), e);
-        }
+    private String who() {
+        return "nccl rank " + rank + " of " + size + " (cuda:" + device + ")";
     }
 
     private void checkOpen() {
         if (closed) throw new IllegalStateException("this nccl group is closed");
     }
 
-    /** Destroys the communicator (aborts it after an NCCL failure), frees the staging buffers and the stream. */
+    /** Open and not aborted. */
+    private void checkUsable() {
+        checkOpen();
+        if (broken != null) {
+            throw new DistributedException(who() + ": this group's communicator was aborted after an earlier failure ("
+                    + broken.getMessage() + "); form a new group to continue", broken, rank, null);
+        }
+    }
+
+    /**
+     * Ends the communicator (non-blocking: {@code ncclCommFinalize}, waited for within the deadline, then
+     * {@code ncclCommDestroy}; one that does not finish in time is aborted), frees the staging buffers and the
+     * stream. After a failure the communicator is already aborted, and this returns at once.
+     */
     @Override
     public void close() {
         lock.lock();
@@ -329,7 +447,7 @@ public final class NcclGroup implements GroupImpl {
                 first = e;
             }
             try {
-                if (failed) nccl.commAbort(comm); else nccl.commDestroy(comm);
+                if (!comm.equals(MemorySegment.NULL)) endCommunicator();
             } catch (RuntimeException e) {
                 if (first == null) first = e;
             }
@@ -351,6 +469,36 @@ public final class NcclGroup implements GroupImpl {
         } finally {
             lock.unlock();
         }
+    }
+
+    private void endCommunicator() {
+        MemorySegment c = comm;
+        comm = MemorySegment.NULL;
+        if (!nonblocking) {
+            nccl.commDestroy(c);
+            return;
+        }
+        int[] async = {NcclApi.IN_PROGRESS};
+        boolean done;
+        try {
+            nccl.commFinalize(c);
+            done = NcclProgress.await(deadline, () -> (async[0] = nccl.asyncError(c)) != NcclApi.IN_PROGRESS);
+        } catch (RuntimeException e) {
+            NcclProgress.abort(nccl, c, who());
+            throw e;
+        }
+        if (!done) {
+            NcclProgress.abort(nccl, c, who());
+            throw new DeadlineExceededException(who() + ": close (ncclCommFinalize) did not complete within "
+                    + NcclProgress.seconds(deadline) + " (JDIST_TIMEOUT): a rank of the group stopped or died before it "
+                    + "closed; jdist aborted the communicator", null, rank, "close", deadline);
+        }
+        if (async[0] != NcclApi.SUCCESS) {
+            DistributedException e = NcclProgress.asyncFailure(nccl, c, async[0], rank, "close", who());
+            NcclProgress.abort(nccl, c, who());
+            throw e;
+        }
+        nccl.commDestroy(c);
     }
 
     private static String opName(ReduceOp op) {

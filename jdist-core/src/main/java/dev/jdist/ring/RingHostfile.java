@@ -1,17 +1,14 @@
 package dev.jdist.ring;
 
-import com.fasterxml.jackson.core.JsonLocation;
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.jdist.ConfigException;
+import dev.jdist.spi.StrictJson;
 
 import java.io.IOException;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
-import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -72,7 +69,7 @@ public record RingHostfile(Path path, List<List<Address>> ranks) {
     public static RingHostfile read(Path path) {
         String text;
         try {
-            text = Files.readString(path);
+            text = StrictJson.readText(path, "ring hostfile " + path + " (MLX_HOSTFILE)");
         } catch (NoSuchFileException e) {
             throw new ConfigException("ring hostfile " + path + " (MLX_HOSTFILE) does not exist; point MLX_HOSTFILE at the "
                     + "JSON file listing every rank's addresses, or start the job with `jdist launch`");
@@ -84,16 +81,8 @@ public record RingHostfile(Path path, List<List<Address>> ranks) {
 
     /** Validates hostfile {@code text} (named {@code path} in messages). */
     public static RingHostfile parse(Path path, String text) {
-        JsonNode root;
-        try {
-            root = new ObjectMapper().readTree(text);
-        } catch (JsonProcessingException e) {
-            JsonLocation loc = e.getLocation();
-            String where = loc == null ? "" : " at line " + loc.getLineNr() + ", column " + loc.getColumnNr();
-            throw new ConfigException("ring hostfile " + path + " is not valid JSON" + where + ": " + e.getOriginalMessage()
-                    + "; expected a JSON array with one array of \"host:port\" strings per rank, e.g. "
-                    + "[[\"127.0.0.1:32323\"], [\"127.0.0.1:32324\"]]", e);
-        }
+        JsonNode root = StrictJson.parse(text, "ring hostfile " + path, "expected a JSON array with one array of "
+                + "\"host:port\" strings per rank, e.g. [[\"127.0.0.1:32323\"], [\"127.0.0.1:32324\"]]");
         if (root == null || root.isMissingNode()) {
             throw new ConfigException("ring hostfile " + path + " is empty; expected a JSON array with one array of "
                     + "\"host:port\" strings per rank, e.g. [[\"127.0.0.1:32323\"], [\"127.0.0.1:32324\"]]");

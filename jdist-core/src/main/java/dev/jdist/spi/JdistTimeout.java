@@ -8,8 +8,10 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * {@code JDIST_TIMEOUT}: the deadline every backend that enforces one (ring, jaccl) applies to connection
- * set-up and to the progress of each operation. One parser, so the variable means the same everywhere.
+ * {@code JDIST_TIMEOUT}: the deadline every backend applies to connection set-up and to the progress of
+ * each operation (ring, jaccl: no progress for this long; mpi, nccl: an operation not complete after this
+ * long, which ends the MPI job or aborts the NCCL communicator). One parser, so the variable means the same
+ * everywhere; each backend reads it once, with the rest of its configuration.
  */
 public final class JdistTimeout {
     public static final String VARIABLE = "JDIST_TIMEOUT";

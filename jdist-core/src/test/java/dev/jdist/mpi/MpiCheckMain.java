@@ -20,9 +20,11 @@ import java.util.concurrent.TimeUnit;
  * every pair, MPI's error text, with expected values computed locally (every rank can regenerate every
  * rank's input). Exits 0 when all checks pass; prints the mismatch and halts with 1 otherwise.
  *
- * <p>Arguments: {@code <expected world size> [any] [chunk=N]}: {@code any} forms the world with
+ * <p>Arguments: {@code <expected world size> [any] [chunk=N] [gc]}: {@code any} forms the world with
  * {@code Distributed.init()} (backend "any") instead of {@code init(true, "mpi")}; {@code chunk=N}
- * makes every MPI call carry at most N elements, to exercise the paths for counts above 2^31−1.
+ * makes every MPI call carry at most N elements, to exercise the paths for counts above 2^31−1;
+ * {@code gc} runs a full garbage collection every 20 ms throughout, so that memory of arrays nothing
+ * refers to any more is released while operations run (MPI must never read or write released memory).
  */
 public final class MpiCheckMain {
     private static final int[] SIZES = {1, 5, 1000, 40_000};
@@ -45,6 +47,20 @@ public final class MpiCheckMain {
         boolean any = Arrays.asList(args).contains("any");
         for (String a : args) {
             if (a.startsWith("chunk=")) MpiGroup.maxCount = Long.parseLong(a.substring(6));
+        }
+        if (Arrays.asList(args).contains("gc")) {
+            Thread gc = new Thread(() -> {
+                while (true) {
+                    System.gc();
+                    try {
+                        Thread.sleep(20);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            }, "check-gc");
+            gc.setDaemon(true);
+            gc.start();
         }
         Group world = any ? Distributed.init() : Distributed.init(true, "mpi");
         tag = "rank " + world.rank();
@@ -74,6 +90,19 @@ public final class MpiCheckMain {
                 expectBytes(scattered, mine, "sum_scatter " + t + " x" + e);
             }
         }
+        // Inputs and outputs nothing else refers to (their memory may be released as soon as the operation is done
+        // with it): the results must still be exact, sync and async, across GCs.
+        for (int i = 0; i < 200; i++) {
+            int e = 1000 + 37 * i;
+            Array s = world.allSum(Array.full(DType.FLOAT32, r + 1 + i, e));
+            expect(s.getDouble(e - 1) == n * (n + 1) / 2.0 + (double) n * i && s.getDouble(0) == s.getDouble(e - 1),
+                    "temporary all_sum #" + i + ": " + s.getDouble(0) + ", " + s.getDouble(e - 1));
+            if (i % 10 == 0) {
+                Array g = world.allGatherAsync(Array.full(DType.INT64, r * 1000 + i, 3 + i)).get(60, TimeUnit.SECONDS);
+                expect(g.getLong((long) (n - 1) * (3 + i)) == (n - 1) * 1000L + i, "temporary async all_gather #" + i);
+            }
+        }
+
         // 0-d input and a 2-d gather
         Array scalar = Array.full(DType.FLOAT32, r + 1);
         expect(world.allSum(scalar).getDouble(0) == n * (n + 1) / 2.0, "0-d all_sum");
@@ -149,7 +178,7 @@ public final class MpiCheckMain {
             } else {
                 DistributedException e = expectThrows(DistributedException.class,
                         () -> world.recv(new int[] {4}, DType.INT32, 0), "truncated recv");
-                expect(e.getMessage().contains("MPI_Recv") && e.getMessage().toLowerCase().contains("trunc"),
+                expect(e.getMessage().contains("MPI_Irecv") && e.getMessage().toLowerCase().contains("trunc"),
                         "MPI error text: " + e.getMessage());
                 System.out.println("MPI-CHECK error text: " + e.getMessage());
                 DistributedException shortMsg = expectThrows(DistributedException.class,

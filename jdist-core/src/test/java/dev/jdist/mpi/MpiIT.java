@@ -26,6 +26,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class MpiIT {
     private static final long LIMIT_SECONDS = 420;
+    /** Not an argument of MpiCheckMain: this test keeps every CPU busy while the job runs. */
+    private static final String LOAD = "cpu-load";
 
     static Stream<Arguments> cases() {
         return Stream.of(
@@ -33,7 +35,11 @@ class MpiIT {
                 Arguments.of("openmpi", 3, "MLX_MPI_LIBNAME", List.of("chunk=777")),
                 Arguments.of("openmpi", 4, "discover", List.of("any")),
                 Arguments.of("mpich", 2, "discover", List.of()),
-                Arguments.of("mpich", 3, "MLX_MPI_LIBNAME", List.of("chunk=777")));
+                Arguments.of("mpich", 3, "MLX_MPI_LIBNAME", List.of("chunk=777")),
+                // issue 15: wrong values were once seen under heavy load; the same checks with every core busy
+                // and a GC every 20 ms in every rank.
+                Arguments.of("openmpi", 3, "MLX_MPI_LIBNAME", List.of("chunk=777", "gc", LOAD)),
+                Arguments.of("mpich", 3, "discover", List.of("gc", LOAD)));
     }
 
     @ParameterizedTest(name = "{0} with {1} ranks, library by {2}, {3}")
@@ -60,7 +66,7 @@ class MpiIT {
         cmd.addAll(dev.jdist.BuildInfo.jvmFlags());   // native access: libmpi is bound with java.lang.foreign
         cmd.addAll(List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
                 "-cp", System.getProperty("java.class.path"), MpiCheckMain.class.getName(), Integer.toString(ranks)));
-        cmd.addAll(extra);
+        cmd.addAll(extra.stream().filter(a -> !a.equals(LOAD)).toList());
 
         ProcessBuilder pb = new ProcessBuilder(cmd);
         Map<String, String> env = pb.environment();
@@ -74,12 +80,19 @@ class MpiIT {
         Path log = logDir.resolve(impl + "-" + ranks + "-" + String.join("-", extra) + ".log");
         pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
 
+        List<Process> load = extra.contains(LOAD) ? startCpuLoad() : List.of();
+        boolean done;
         Process p = pb.start();
-        boolean done = p.waitFor(LIMIT_SECONDS, TimeUnit.SECONDS);
-        if (!done) {
-            p.descendants().forEach(ProcessHandle::destroyForcibly);
-            p.destroyForcibly();
-            p.waitFor(10, TimeUnit.SECONDS);
+        try {
+            done = p.waitFor(LIMIT_SECONDS, TimeUnit.SECONDS);
+            if (!done) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
+                p.destroyForcibly();
+                p.waitFor(10, TimeUnit.SECONDS);
+            }
+        } finally {
+            for (Process l : load) l.destroyForcibly();
+            for (Process l : load) l.waitFor(10, TimeUnit.SECONDS);
         }
         String out = Files.readString(log, StandardCharsets.UTF_8);
         String shown = out.length() > 6000 ? out.substring(out.length() - 6000) : out;
@@ -89,5 +102,15 @@ class MpiIT {
             assertThat(out).as("rank %d reported success", r).contains("MPI-CHECK OK rank " + r + " of " + ranks);
         }
         assertThat(out).contains(openMpi ? "Open MPI" : "MPICH");
+    }
+
+    /** One busy process per CPU, each ended by {@code timeout} after the test's limit at the latest. */
+    private static List<Process> startCpuLoad() throws IOException {
+        List<Process> load = new ArrayList<>();
+        for (int i = 0; i < Runtime.getRuntime().availableProcessors(); i++) {
+            load.add(new ProcessBuilder("timeout", Long.toString(LIMIT_SECONDS + 30), "sh", "-c", "while :; do :; done")
+                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start());
+        }
+        return load;
     }
 }

@@ -2,9 +2,12 @@ package dev.jdist.nccl;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -38,7 +41,8 @@ class NcclProcessesIT {
         cmd.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
         for (String k : List.of("NCCL_HOST_IP", "NCCL_PORT", "MLX_RANK", "MLX_WORLD_SIZE", "MLX_NCCL_TIMEOUT",
-                "JDIST_NCCL_LIBRARY", "JDIST_CUDART_LIBRARY", "JDIST_STUB_NCCL_FAIL", "JDIST_STUB_CUDA_FAIL")) {
+                "JDIST_NCCL_LIBRARY", "JDIST_CUDART_LIBRARY", "JDIST_STUB_NCCL_FAIL", "JDIST_STUB_CUDA_FAIL",
+                "JDIST_STUB_NCCL_WORLD_DIR", "JDIST_STUB_NCCL_HANG", "JDIST_STUB_NCCL_ASYNC_ERROR", "JDIST_TIMEOUT")) {
             pb.environment().remove(k);
         }
         pb.environment().putAll(env);
@@ -124,11 +128,60 @@ class NcclProcessesIT {
     void anInjectedNcclFailureIsAnExceptionInTheRankNotAProcessExit() throws Exception {
         NcclStubLibraries stubs = NcclStubLibraries.get();
         Map<String, String> env = new java.util.HashMap<>(stubs.env());
-        env.put("JDIST_STUB_NCCL_FAIL", "ncclCommInitRank");
+        env.put("JDIST_STUB_NCCL_FAIL", "ncclCommInitRankConfig");
         Result res = finish(start(NcclRankMain.class.getName(), rankEnv(0, 1, freePort(), 5000, env)));
         assertThat(res.exit()).as(res.out()).isEqualTo(3);
-        assertThat(res.out()).contains("ERROR DistributedException").contains("ncclCommInitRank")
+        assertThat(res.out()).contains("ERROR DistributedException").contains("ncclCommInitRankConfig")
                 .contains("invalid usage").contains("injected failure");
+    }
+
+    /**
+     * Two real processes meeting through the stub's file mode; rank 1 stops (SIGSTOP) or exits after a first
+     * all_sum. Rank 0's next all_sum ends in ncclCommAbort and the typed error: DeadlineExceededException after
+     * JDIST_TIMEOUT for a stopped peer, PeerLostException (NCCL's remote error) well before it for a dead one;
+     * close() then returns within seconds, and no process is left.
+     */
+    @ParameterizedTest
+    @CsvSource({"stop, 3s, DeadlineExceededException", "exit, 60s, PeerLostException"})
+    void aStoppedOrDeadPeerEndsInAbortAndTheTypedErrorAndCloseReturnsWithinSeconds(String scenario, String timeout,
+                                                                                String error) throws Exception {
+        NcclStubLibraries stubs = NcclStubLibraries.get();
+        Path world = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "nccl-world-");
+        int port = freePort();
+        List<Process> procs = new ArrayList<>();
+        try {
+            for (int r = 0; r < 2; r++) {
+                Map<String, String> env = new java.util.HashMap<>(stubs.env());
+                env.put("JDIST_STUB_NCCL_WORLD_DIR", world.toString());
+                env.put("JDIST_TIMEOUT", timeout);
+                procs.add(start(NcclFaultMain.class.getName(), rankEnv(r, 2, port, 30_000, env), scenario));
+            }
+            Result rank0 = finish(procs.get(0));
+            assertThat(rank0.exit()).as(rank0.out()).isEqualTo(3);
+            assertThat(rank0.out()).contains("FIRST OK 0").doesNotContain("RETURNED")
+                    .contains("ERROR " + error + " rank=0 op=all_sum float32[4] ");
+            long after = Long.parseLong(rank0.out().replaceAll("(?s).*after=(\\d+).*", "$1"));
+            long closed = Long.parseLong(rank0.out().replaceAll("(?s).*CLOSED (\\d+).*", "$1"));
+            System.out.printf("[NcclProcessesIT] %s: rank 0 failed after %d ms with %s; close took %d ms%n",
+                    scenario, after, error, closed);
+            if (scenario.equals("stop")) {
+                assertThat(rank0.out()).contains("deadline=PT3S").contains("did not complete within 3 s (JDIST_TIMEOUT)");
+                assertThat(after).isBetween(3000L, 15_000L);
+            } else {
+                assertThat(rank0.out()).contains("rank 1 (pid").contains("has exited");
+                assertThat(after).as("a dead peer is found long before the 60 s deadline").isLessThan(15_000L);
+            }
+            assertThat(closed).as("close() after a failure returns within seconds").isLessThan(5_000L);
+            try (var files = Files.walk(world)) {            // the stub keeps each job in a subdirectory
+                assertThat(files.anyMatch(f -> f.getFileName().toString().equals("abort.0"))).as("rank 0 called ncclCommAbort")
+                        .isTrue();
+            }
+        } finally {
+            for (Process p : procs) p.destroyForcibly();             // SIGKILL ends a stopped process too
+            for (Process p : procs) {
+                assertThat(p.waitFor(30, TimeUnit.SECONDS)).as("process %d is gone", p.pid()).isTrue();
+            }
+        }
     }
 
     @Test

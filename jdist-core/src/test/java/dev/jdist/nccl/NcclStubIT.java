@@ -3,6 +3,8 @@ package dev.jdist.nccl;
 import dev.jdist.Array;
 import dev.jdist.ConfigException;
 import dev.jdist.DType;
+import dev.jdist.DeadlineExceededException;
+import dev.jdist.PeerLostException;
 import dev.jdist.Distributed;
 import dev.jdist.DistributedException;
 import dev.jdist.Group;
@@ -342,10 +344,10 @@ class NcclStubIT {
     @ParameterizedTest
     @ValueSource(strings = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter"})
     void ncclFailuresBecomeExceptionsCarryingNcclsErrorStringAndTheCommunicatorIsAborted(String fn) throws Exception {
-        Group g = oneRank();
-        NcclGroup ng = NcclGroup.of(g);
         int abortsBefore = stubs.aborts();
         Array x = Array.of(1f, 2f);
+        Group g = oneRank();
+        NcclGroup ng = NcclGroup.of(g);
         try (DeviceArray d = ng.toDevice(x)) {
             stubs.failNccl(fn);
             Runnable op = switch (fn) {
@@ -356,19 +358,137 @@ class NcclStubIT {
             assertThatThrownBy(op::run).isInstanceOf(DistributedException.class)
                     .hasMessageContaining(fn).hasMessageContaining("invalid usage")
                     .hasMessageContaining("injected failure in " + fn).hasMessageContaining("rank 0 of 1");
-            // host arrays (staged) report the same way
+            // the communicator is aborted at once; the group says so from then on
+            assertThat(stubs.aborts()).isEqualTo(abortsBefore + 1);
+            assertThatThrownBy(op::run).isInstanceOf(DistributedException.class)
+                    .hasMessageContaining("was aborted after an earlier failure").hasMessageContaining("invalid usage");
+        } finally {
+            stubs.failNccl("");
+            g.close();                                   // already aborted: nothing more to end
+        }
+        // host arrays (staged) report the same way
+        Group g2 = oneRank();
+        NcclGroup ng2 = NcclGroup.of(g2);
+        try {
+            stubs.failNccl(fn);
             Array out = Array.zerosLike(x);
             assertThatThrownBy(() -> {
                 switch (fn) {
-                    case "ncclAllReduce" -> ng.allReduce(x, out, ReduceOp.MAX);
-                    case "ncclAllGather" -> ng.allGather(x, out);
-                    default -> ng.sumScatter(x, out);
+                    case "ncclAllReduce" -> ng2.allReduce(x, out, ReduceOp.MAX);
+                    case "ncclAllGather" -> ng2.allGather(x, out);
+                    default -> ng2.sumScatter(x, out);
                 }
-            }).isInstanceOf(DistributedException.class).hasMessageContaining("invalid usage");
+            }).isInstanceOf(DistributedException.class).hasMessageContaining("invalid usage")
+                    .satisfies(e -> assertThat(((DistributedException) e).operation()).isPresent());
         } finally {
-            g.close();                                   // aborts: ncclCommDestroy is not called
+            stubs.failNccl("");
+            g2.close();
         }
-        assertThat(stubs.aborts()).as("a failed communicator is aborted, not destroyed").isEqualTo(abortsBefore + 1);
+        assertThat(stubs.aborts()).as("each failed communicator is aborted once, not destroyed").isEqualTo(abortsBefore + 2);
+    }
+
+    @Test
+    void communicatorsAreCreatedNonBlockingAndFinalizedOnClose() throws Exception {
+        int finalizesBefore = stubs.finalizes();
+        List<Group> groups = world(2);
+        assertThat(stubs.lastInitBlocking()).as("ncclCommInitRankConfig with config.blocking").isZero();
+        try {
+            onRanks(2, r -> {
+                try (Group child = groups.get(r).split(0)) {        // a non-blocking parent's split: ready when polled
+                    assertThat(child.allSum(Array.of(1f + r)).toFloatArray()).containsExactly(3f);
+                }
+                return null;
+            });
+        } finally {
+            closeAll(groups);
+        }
+        assertThat(stubs.finalizes() - finalizesBefore).as("ncclCommFinalize before ncclCommDestroy").isEqualTo(4);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter"})
+    void aCollectiveThatNeverCompletesEndsInAbortAndADeadlineExceededNamingRankOperationAndDeadline(String fn)
+            throws Exception {
+        Map<String, String> env = new java.util.HashMap<>(stubs.env());
+        env.put("JDIST_TIMEOUT", "700ms");
+        Group g = Distributed.init(true, "nccl", rankEnv(0, 1, freePort(), 5_000, env));
+        NcclGroup ng = NcclGroup.of(g);
+        int abortsBefore = stubs.aborts();
+        try (DeviceArray d = ng.toDevice(Array.of(1f, 2f))) {
+            stubs.hangNccl(fn);
+            long t0 = System.nanoTime();
+            Runnable op = switch (fn) {
+                case "ncclAllReduce" -> () -> ng.allSum(d).close();
+                case "ncclAllGather" -> () -> ng.allGather(d).close();
+                default -> () -> ng.sumScatter(d).close();
+            };
+            String name = switch (fn) {
+                case "ncclAllReduce" -> "all_sum";
+                case "ncclAllGather" -> "all_gather";
+                default -> "sum_scatter";
+            };
+            assertThatThrownBy(op::run).isInstanceOfSatisfying(DeadlineExceededException.class, e -> {
+                assertThat(e.getMessage()).contains("nccl rank 0 of 1").contains(name + " float32[2]")
+                        .contains("did not complete within 0.700 s (JDIST_TIMEOUT)").contains("ncclCommAbort");
+                assertThat(e.rank()).hasValue(0);
+                assertThat(e.operation()).hasValue(name + " float32[2] (device arrays)");
+                assertThat(e.deadline()).hasValue(java.time.Duration.ofMillis(700));
+            });
+            double seconds = (System.nanoTime() - t0) / 1e9;
+            assertThat(seconds).as("failed after the deadline, not long after").isBetween(0.7, 10.0);
+            assertThat(stubs.aborts()).isEqualTo(abortsBefore + 1);
+            // the group is unusable from then on (host arrays too; GroupImpl, as a 1-rank Group calls no backend)
+            assertThatThrownBy(() -> ng.allReduce(Array.of(1f), Array.of(0f), ReduceOp.SUM))
+                    .isInstanceOf(DistributedException.class).hasMessageContaining("was aborted after an earlier failure");
+        } finally {
+            stubs.hangNccl("");
+            long t0 = System.nanoTime();
+            g.close();
+            assertThat((System.nanoTime() - t0) / 1e9).as("close after a failure returns within seconds").isLessThan(5);
+        }
+    }
+
+    @Test
+    void anAsynchronousNcclErrorIsAPeerLostAndAbortsTheCommunicator() throws Exception {
+        Group g = oneRank();
+        int abortsBefore = stubs.aborts();
+        try {
+            stubs.asyncError(6);                                    // ncclRemoteError
+            Array out = Array.zeros(DType.FLOAT32, 2);
+            assertThatThrownBy(() -> NcclGroup.of(g).allReduce(Array.of(1f, 2f), out, ReduceOp.SUM))
+                    .isInstanceOfSatisfying(PeerLostException.class, e -> {
+                assertThat(e.getMessage()).contains("nccl rank 0 of 1").contains("all_sum float32[2]")
+                        .contains("remote process exited").contains("injected asynchronous error 6");
+                assertThat(e.rank()).hasValue(0);
+                assertThat(e.operation()).hasValue("all_sum float32[2]");
+            });
+            assertThat(stubs.aborts()).isEqualTo(abortsBefore + 1);
+        } finally {
+            stubs.asyncError(0);
+            g.close();
+        }
+    }
+
+    @Test
+    void aRankThatFetchesTheIdButNeverJoinsEndsCreationInAbortWithinTheDeadline() throws Exception {
+        int port = freePort();
+        Map<String, String> env = new java.util.HashMap<>(stubs.env());
+        env.put("JDIST_TIMEOUT", "1s");
+        int abortsBefore = stubs.aborts();
+        // "rank 1": takes the unique id from rank 0, then never calls ncclCommInitRankConfig
+        Thread rank1 = Thread.ofPlatform().daemon().start(() ->
+                NcclBootstrap.fetch(NcclConfig.fromEnv(rankEnv(1, 2, port, 20_000, env), true).orElseThrow()));
+        long t0 = System.nanoTime();
+        assertThatThrownBy(() -> new NcclBackend(Map.of()).init(true, rankEnv(0, 2, port, 20_000, env)))
+                .isInstanceOfSatisfying(DeadlineExceededException.class, e -> {
+                    assertThat(e.getMessage()).contains("nccl rank 0 of 2").contains("creating the communicator")
+                            .contains("did not complete within 1 s (JDIST_TIMEOUT)").contains("ncclCommAbort");
+                    assertThat(e.operation()).hasValue("init");
+                    assertThat(e.deadline()).hasValue(java.time.Duration.ofSeconds(1));
+                });
+        assertThat((System.nanoTime() - t0) / 1e9).isLessThan(15);
+        assertThat(stubs.aborts()).isEqualTo(abortsBefore + 1);
+        rank1.join(10_000);
     }
 
     @Test
@@ -383,13 +503,19 @@ class NcclStubIT {
             assertThatThrownBy(() -> ng.allReduce(Array.of(1f), Array.of(0f), ReduceOp.SUM))
                     .isInstanceOf(DistributedException.class)
                     .hasMessageContaining("cudaMemcpyAsync").hasMessageContaining("invalid argument");
-            stubs.failCuda("cudaStreamSynchronize");
-            assertThatThrownBy(() -> ng.allReduce(Array.of(1f), Array.of(0f), ReduceOp.SUM))
-                    .isInstanceOf(DistributedException.class).hasMessageContaining("cudaStreamSynchronize");
             stubs.failCuda("");
             Array out = Array.of(0f);
             ng.allReduce(Array.of(5f), out, ReduceOp.SUM);
             assertThat(out.toFloatArray()).containsExactly(5f);
+            // A failure while waiting for a queued collective leaves it unknown: the communicator is aborted.
+            int abortsBefore = stubs.aborts();
+            stubs.failCuda("cudaStreamQuery");
+            assertThatThrownBy(() -> ng.allReduce(Array.of(1f), Array.of(0f), ReduceOp.SUM))
+                    .isInstanceOf(DistributedException.class).hasMessageContaining("cudaStreamQuery");
+            stubs.failCuda("");
+            assertThat(stubs.aborts()).isEqualTo(abortsBefore + 1);
+            assertThatThrownBy(() -> ng.allReduce(Array.of(1f), Array.of(0f), ReduceOp.SUM))
+                    .isInstanceOf(DistributedException.class).hasMessageContaining("was aborted after an earlier failure");
         } finally {
             g.close();
         }
@@ -397,11 +523,11 @@ class NcclStubIT {
 
     @Test
     void initFailuresAreExceptionsNamingTheRankNeverAnExit() throws Exception {
-        stubs.failNccl("ncclCommInitRank");
+        stubs.failNccl("ncclCommInitRankConfig");
         Map<String, String> env = rankEnv(0, 1, freePort(), 5_000, stubs.env());
         assertThatThrownBy(() -> new NcclBackend(Map.of()).init(false, env))
                 .isInstanceOf(DistributedException.class)
-                .hasMessageContaining("nccl rank 0 of 1").hasMessageContaining("ncclCommInitRank")
+                .hasMessageContaining("nccl rank 0 of 1").hasMessageContaining("ncclCommInitRankConfig")
                 .hasMessageContaining("invalid usage");
         stubs.failNccl("ncclGetUniqueId");
         Map<String, String> env2 = rankEnv(0, 1, freePort(), 5_000, stubs.env());

@@ -20,7 +20,9 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
  * Builds the stand-in libcudart and libnccl from src/test/c with gcc (once per JVM) and exposes
- * their test controls. Point the backend at them with {@link #env()}.
+ * their test controls. Point the backend at them with {@link #env()}. What the stubs model (non-blocking
+ * creation, work completing on the stream, asynchronous errors, abort, ranks as processes meeting in a
+ * directory) is described at the top of nccl_stub.c.
  */
 final class NcclStubLibraries {
 
@@ -35,6 +37,10 @@ final class NcclStubLibraries {
     private final MethodHandle ncclLive;
     private final MethodHandle splitConfigNull;
     private final MethodHandle aborts;
+    private final MethodHandle finalizes;
+    private final MethodHandle lastInitBlocking;
+    private final MethodHandle hang;
+    private final MethodHandle asyncError;
 
     private NcclStubLibraries(Path cudart, Path nccl) {
         this.cudart = cudart;
@@ -50,6 +56,12 @@ final class NcclStubLibraries {
         aborts = linker.downcallHandle(n.find("jdist_stub_nccl_aborts").orElseThrow(), FunctionDescriptor.of(JAVA_INT));
         splitConfigNull = linker.downcallHandle(n.find("jdist_stub_nccl_last_split_config_null").orElseThrow(),
                 FunctionDescriptor.of(JAVA_INT));
+        finalizes = linker.downcallHandle(n.find("jdist_stub_nccl_finalizes").orElseThrow(), FunctionDescriptor.of(JAVA_INT));
+        lastInitBlocking = linker.downcallHandle(n.find("jdist_stub_nccl_last_init_blocking").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT));
+        hang = linker.downcallHandle(n.find("jdist_stub_nccl_hang").orElseThrow(), FunctionDescriptor.ofVoid(ADDRESS));
+        asyncError = linker.downcallHandle(n.find("jdist_stub_nccl_async_error").orElseThrow(),
+                FunctionDescriptor.ofVoid(JAVA_INT));
     }
 
     /** The stubs, built on first use; skips (or fails under CI=true) when gcc is missing. */
@@ -125,9 +137,29 @@ final class NcclStubLibraries {
     /** 1 when the last ncclCommSplit got a NULL config, 0 when not, -1 before any split. */
     int lastSplitConfigNull() { return callInt(splitConfigNull); }
 
+    /** ncclCommFinalize calls so far. */
+    int finalizes() { return callInt(finalizes); }
+
+    /** config->blocking of the last ncclCommInitRankConfig (-2: ncclCommInitRank without a config). */
+    int lastInitBlocking() { return callInt(lastInitBlocking); }
+
+    /** Makes the named collective never complete on its stream (until the communicator is aborted); "" for none. */
+    void hangNccl(String collective) { withString(hang, collective); }
+
+    /** Makes ncclCommGetAsyncError answer {@code code} for every initialised communicator (0: none). */
+    void asyncError(int code) {
+        try {
+            asyncError.invoke(code);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
     void reset() {
         failCuda("");
         failNccl("");
+        hangNccl("");
+        asyncError(0);
         setDevices(1);
     }
 

@@ -1,0 +1,120 @@
+package dev.jdist.mpi;
+
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A stopped rank cannot hang an MPI job: under {@code mpirun.openmpi} and {@code mpirun.mpich}, 3 ranks,
+ * {@code JDIST_TIMEOUT=5s}; one rank stops itself (SIGSTOP) and the others' next operation must end the job
+ * within the deadline (plus the launcher's teardown): a DeadlineExceededException naming the rank, the
+ * operation and the deadline on stderr, MPI_Abort's exit status, and every rank process gone afterwards.
+ */
+class MpiFaultIT {
+    private static final long LIMIT_SECONDS = 180;
+    private static final int DEADLINE_SECONDS = 5;
+
+    @ParameterizedTest(name = "{0}: rank {1} stopped, the others in {2}")
+    @CsvSource({"openmpi, 1, all_sum", "openmpi, 2, recv", "openmpi, 1, close", "mpich, 1, all_gather", "mpich, 0, sum_scatter",
+        "mpich, 2, recv"})
+    @Timeout(value = LIMIT_SECONDS + 60, unit = TimeUnit.SECONDS)
+    void aStoppedRankEndsTheJobWithinTheDeadlineWithTheTypedErrorAndLeavesNoProcess(String impl, int stopped, String op)
+            throws Exception {
+        boolean openMpi = impl.equals("openmpi");
+        String launcherName = openMpi ? "mpirun.openmpi" : "mpirun.mpich";
+        var launcher = MpiTestSupport.executable(launcherName);
+        MpiTestSupport.require(launcher.isPresent(), launcherName + " is not installed (Debian: "
+                + (openMpi ? "openmpi-bin libopenmpi-dev" : "mpich libmpich-dev") + ")");
+        var lib = MpiTestSupport.library(openMpi ? "libmpi.so.40" : "libmpich.so.12");
+        MpiTestSupport.require(lib.isPresent(), "the " + impl + " library is not installed");
+
+        List<String> cmd = new ArrayList<>();
+        cmd.add(launcher.get().toString());
+        if (openMpi) cmd.addAll(List.of("--allow-run-as-root", "--oversubscribe", "--mca", "btl_vader_single_copy_mechanism", "none"));
+        cmd.addAll(List.of("-n", "3"));
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.addAll(List.of("--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
+                "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
+                "-cp", System.getProperty("java.class.path"), MpiStallMain.class.getName(), Integer.toString(stopped), op));
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        Map<String, String> env = pb.environment();
+        for (String k : List.of("MPI_LIBNAME", "MLX_RANK", "MLX_HOSTFILE", "NCCL_HOST_IP", "MLX_JACCL_COORDINATOR", "JDIST_MPI_INIT")) {
+            env.remove(k);
+        }
+        env.put("MLX_MPI_LIBNAME", lib.get().toString());
+        env.put("JDIST_TIMEOUT", DEADLINE_SECONDS + "s");
+        Path logDir = Path.of("target", "mpi-it");
+        Files.createDirectories(logDir);
+        Path log = logDir.resolve("fault-" + impl + "-" + stopped + "-" + op + ".log");
+        pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+
+        Process p = pb.start();
+        List<Long> rankPids = new ArrayList<>();
+        long stoppedAt = -1;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(LIMIT_SECONDS);
+        boolean done = false;
+        try {
+            while (System.nanoTime() < deadline) {
+                String out = Files.readString(log, StandardCharsets.UTF_8);
+                if (stoppedAt < 0 && out.contains("STOPPING " + stopped)) stoppedAt = System.nanoTime();
+                if (p.waitFor(200, TimeUnit.MILLISECONDS)) {
+                    done = true;
+                    break;
+                }
+            }
+            long ended = System.nanoTime();
+            String out = Files.readString(log, StandardCharsets.UTF_8);
+            Matcher m = Pattern.compile("PID (\\d+) (\\d+)").matcher(out);
+            while (m.find()) rankPids.add(Long.parseLong(m.group(2)));
+            String shown = out.length() > 8000 ? out.substring(out.length() - 8000) : out;
+            assertThat(done).as("%s did not end within %d s:\n%s", String.join(" ", cmd), LIMIT_SECONDS, shown).isTrue();
+            assertThat(rankPids).as("every rank started:\n%s", shown).hasSize(3);
+            assertThat(stoppedAt).as("rank %d stopped itself:\n%s", stopped, shown).isPositive();
+            double seconds = (ended - stoppedAt) / 1e9;
+            System.out.printf("[MpiFaultIT] %s, rank %d stopped, %s: job ended %.1f s after the stop, exit status %d%n",
+                    impl, stopped, op, seconds, p.exitValue());
+            assertThat(out).as("no operation returned:\n%s", shown).doesNotContain("RETURNED");
+            assertThat(out).as("the typed error on stderr:\n%s", shown)
+                    .contains("dev.jdist.DeadlineExceededException: mpi rank ")
+                    .contains("did not complete within " + DEADLINE_SECONDS + " s (JDIST_TIMEOUT")
+                    .contains("MPI_Abort");
+            assertThat(out).contains(switch (op) {
+                case "all_sum" -> "all_sum float32[1024] (MPI_Iallreduce)";
+                case "all_gather" -> "all_gather int32[7] (MPI_Iallgather)";
+                case "sum_scatter" -> "sum_scatter float64[15] (MPI_Ireduce_scatter_block)";
+                case "recv" -> "recv float32[16] from rank " + stopped + " (MPI_Irecv)";
+                default -> "close (MPI_Ibarrier before MPI_Finalize)";
+            });
+            assertThat(p.exitValue()).as("exit status:\n%s", shown).isNotZero();
+            // Deadline, then the launcher's teardown: well under a minute, never "forever".
+            assertThat(seconds).as("seconds from the stop to the end of the job").isLessThan(DEADLINE_SECONDS + 55);
+            for (long pid : rankPids) {
+                boolean gone = false;
+                for (int i = 0; i < 100 && !gone; i++) {
+                    gone = ProcessHandle.of(pid).map(h -> !h.isAlive()).orElse(true);
+                    if (!gone) Thread.sleep(100);
+                }
+                assertThat(gone).as("rank process %d is gone", pid).isTrue();
+            }
+        } finally {
+            if (!done) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
+                p.destroyForcibly();
+            }
+            for (long pid : rankPids) ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+        }
+    }
+}
