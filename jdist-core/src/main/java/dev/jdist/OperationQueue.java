@@ -31,6 +31,7 @@ final class OperationQueue implements AutoCloseable {
     private long issued;        // next ticket to hand out; guarded by lock
     private long completed;     // tickets finished; the ticket equal to this may run; guarded by lock
     private boolean closed;     // guarded by lock
+    private long closedAt;      // the first ticket that must not run once closed; guarded by lock
     private volatile Thread running;   // thread of the running operation, to catch re-entrant calls
     private ExecutorService worker;    // created on the first async call; guarded by lock
 
@@ -131,6 +132,11 @@ final class OperationQueue implements AutoCloseable {
         OperationEvent event = OperationTrace.begin();
         Throwable failure = null;
         try {
+            if (closedBefore(ticket)) {
+                // issued before close() but not started: the backend is being released, so it must not run
+                throw new IllegalStateException("group " + name + " was closed before this " + kind.mlxName
+                        + " (operation #" + ticket + ") started; wait for your operations before closing the group");
+            }
             return op.get();
         } catch (Throwable t) {
             failure = t;
@@ -152,13 +158,41 @@ final class OperationQueue implements AutoCloseable {
         }
     }
 
-    /** Operations issued after this fail; those already issued still run in order. */
+    private boolean closedBefore(long ticket) {
+        lock.lock();
+        try {
+            return closed && ticket >= closedAt;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Operations issued after this fail at once; those issued earlier but not started fail when their turn comes
+     * (their futures complete exceptionally); the running one finishes. Returns once every issued operation has
+     * finished, so the caller may release the backend: nothing of this group runs against it afterwards. Each
+     * operation is bounded by its backend's deadline, and the ones that never started end at once. Called from
+     * inside an operation of this group (a callback), it does not wait for itself.
+     */
     @Override
     public void close() {
         lock.lock();
         try {
-            closed = true;
-            if (worker != null) worker.shutdown();   // operations already issued still run
+            if (!closed) {
+                closed = true;
+                closedAt = completed + (runningTicket >= 0 ? 1 : 0);
+                if (worker != null) worker.shutdown();   // issued async operations still take their turn, and fail
+            }
+            if (running == Thread.currentThread()) return;
+            boolean interrupted = false;
+            while (completed != issued) {
+                try {
+                    turnChanged.await();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (interrupted) Thread.currentThread().interrupt();
         } finally {
             lock.unlock();
         }

@@ -112,7 +112,8 @@ class OperationQueueTest {
         CompletableFuture<String> after = submit(queue, () -> "after");
         assertThat(run(queue, () -> "sync after")).isEqualTo("sync after");
         assertThat(after.get(10, TimeUnit.SECONDS)).isEqualTo("after");
-        assertThat(failed).isCompletedExceptionally();
+        // completed on the callback pool: wait for it rather than race it
+        assertThat(failed).failsWithin(java.time.Duration.ofSeconds(10));
     }
 
     @Test
@@ -155,6 +156,31 @@ class OperationQueueTest {
         queue.close();
         assertThatThrownBy(() -> run(queue, () -> 1)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
         assertThatThrownBy(() -> submit(queue, () -> 1)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+    }
+
+    @Test
+    void closeWaitsForTheRunningOperationAndFailsThoseNotStarted() throws Exception {
+        CountDownLatch started = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        AtomicInteger ranAfterClose = new AtomicInteger();
+        CompletableFuture<String> running = submit(queue, () -> {
+            started.countDown();
+            await(release);
+            return "done";
+        });
+        CompletableFuture<String> queued = submit(queue, () -> { ranAfterClose.incrementAndGet(); return "never"; });
+        await(started);
+        Thread releaser = Thread.ofPlatform().start(() -> {
+            sleep(200);
+            release.countDown();
+        });
+        queue.close();   // returns only once the running operation has finished
+        assertThat(running.get(10, TimeUnit.SECONDS)).isEqualTo("done");
+        assertThat(queued).failsWithin(java.time.Duration.ofSeconds(10))
+                .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+                .withMessageContaining("closed before this all_sum");
+        assertThat(ranAfterClose).hasValue(0);
+        releaser.join(10_000);
     }
 
     private static void await(CountDownLatch latch) {

@@ -1,7 +1,6 @@
 package dev.jdist.hosts;
 
 import com.fasterxml.jackson.core.JsonGenerator;
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.json.JsonWriteFeature;
 import com.fasterxml.jackson.core.util.DefaultIndenter;
 import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
@@ -9,7 +8,9 @@ import com.fasterxml.jackson.core.util.Separators;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import dev.jdist.ConfigException;
 import dev.jdist.console.CliFailure;
+import dev.jdist.spi.StrictJson;
 
 import java.io.IOException;
 import java.io.StringWriter;
@@ -49,7 +50,9 @@ public record Hostfile(String backend, List<String> envs, List<HostEntry> hosts)
         }
         String text;
         try {
-            text = Files.readString(p);
+            text = StrictJson.readText(p, "the file");     // strict UTF-8, bounded: /dev/zero is an error, not a hang
+        } catch (ConfigException e) {
+            throw fail(path, e.getMessage());
         } catch (IOException e) {
             throw CliFailure.usage("Failed to parse hostfile " + path + " (cannot read it: " + e.getMessage() + ")");
         }
@@ -60,10 +63,10 @@ public record Hostfile(String backend, List<String> envs, List<HostEntry> hosts)
     public static Hostfile parse(String path, String text) {
         JsonNode root;
         try {
-            root = JSON.readTree(text);
-        } catch (JsonProcessingException e) {
-            throw fail(path, "not valid JSON: " + e.getOriginalMessage() + " at line " + e.getLocation().getLineNr()
-                    + ", column " + e.getLocation().getColumnNr());
+            // one strict reader for every configuration file: trailing data, deep nesting, duplicate keys are errors
+            root = StrictJson.parse(text, "the file", "");
+        } catch (ConfigException e) {
+            throw fail(path, e.getMessage());
         }
         if (root == null || root.isMissingNode()) {
             throw fail(path, "the file is empty; expected a JSON array of hosts or an object with \"hosts\"");

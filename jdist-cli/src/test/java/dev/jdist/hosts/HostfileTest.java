@@ -89,6 +89,19 @@ class HostfileTest {
     }
 
     @Test
+    void deepNestingIsAParseErrorWithAPosition() {
+        String deep = "[".repeat(5000) + "]".repeat(5000);
+        assertThatThrownBy(() -> Hostfile.parse("h.json", deep)).isInstanceOf(CliFailure.class)
+                .hasMessageStartingWith("Failed to parse hostfile h.json (the file is not valid JSON at line 1");
+    }
+
+    @Test
+    void aDeviceThatNeverEndsIsAnErrorNotAHang() {
+        assertThatThrownBy(() -> Hostfile.read("/dev/zero")).isInstanceOf(CliFailure.class)
+                .hasMessageStartingWith("Failed to parse hostfile /dev/zero (");
+    }
+
+    @Test
     void readsAFile(@TempDir Path dir) throws Exception {
         Path f = Files.writeString(dir.resolve("h.json"), "[{\"ssh\": \"127.0.0.1\"}]");
         assertThat(Hostfile.read(f.toString()).hosts().get(0).isLocal()).isTrue();
@@ -117,7 +130,10 @@ class HostfileTest {
             "top level number | 3 | the top level must be",
             "top level null | null | the top level must be",
             "zero hosts array | [] | no hosts",
-            "zero hosts object | {\"hosts\": []} | no hosts"})
+            "zero hosts object | {\"hosts\": []} | no hosts",
+            "stray bracket | [{\"ssh\": \"a\"}]] | not valid JSON at line 1, column 15",
+            "trailing value | [{\"ssh\": \"a\"}] [] | after the end of the top-level value",
+            "duplicate key | [{\"ssh\": \"a\", \"ssh\": \"b\"}] | Duplicate field"})
     void errors(String name, String text, String detail) {
         assertThatThrownBy(() -> Hostfile.parse("h.json", text))
                 .isInstanceOf(CliFailure.class)

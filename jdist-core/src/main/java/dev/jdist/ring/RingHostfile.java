@@ -140,6 +140,8 @@ public record RingHostfile(Path path, List<List<Address>> ranks) {
         }
         int port;
         try {
+            // ASCII digits only: Integer.parseInt also takes other scripts' digits ("\u0668\u0660" = 80), which MLX does not
+            if (!portText.matches("\\+?[0-9]+")) throw new NumberFormatException(portText);
             port = Integer.parseInt(portText);
         } catch (NumberFormatException e) {
             throw new ConfigException(where + ": port \"" + portText + "\" is not a number");

@@ -91,7 +91,8 @@ public final class StrictJson {
             parser = MAPPER.createParser(body);
             JsonToken first = parser.nextToken();
             if (first == null) return MissingNode.getInstance();
-            JsonNode root = MAPPER.readTree(parser);
+            // trailing data is checked below, with a message that says what to do
+            JsonNode root = MAPPER.reader().without(DeserializationFeature.FAIL_ON_TRAILING_TOKENS).readTree(parser);
             JsonToken trailing = parser.nextToken();
             if (trailing != null) {
                 JsonLocation at = parser.currentTokenLocation();

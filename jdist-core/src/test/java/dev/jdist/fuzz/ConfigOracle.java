@@ -173,11 +173,6 @@ final class ConfigOracle {
         String host = s.substring(0, colon), port = s.substring(colon + 1);
         if (host.isEmpty() || host.startsWith("[") || port.contains(":")) throw new Invalid("not IPv4 host:port");
         String digits = port.startsWith("+") ? port.substring(1) : port;
-        if (!digits.isEmpty() && digits.chars().allMatch(Character::isDigit) && !digits.chars().allMatch(c -> c < 128)) {
-            // Other scripts' digits ("\u0668\u0660" = 80): RingHostfile reads them as a number (Integer.parseInt),
-            // MLX's getaddrinfo does not. Open, reported to the ring's owner; the fuzzer only checks for crashes here.
-            throw new Undecided("port in non-ASCII digits");
-        }
         if (digits.isEmpty() || !digits.chars().allMatch(c -> c >= '0' && c <= '9')) throw new Invalid("port not a number");
         BigInteger p = new BigInteger(digits);
         if (p.signum() <= 0 || p.compareTo(BigInteger.valueOf(65535)) > 0) throw new Invalid("port out of range");
