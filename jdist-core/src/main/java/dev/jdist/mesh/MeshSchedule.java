@@ -52,7 +52,8 @@ public record MeshSchedule(List<Step> steps, long scratchBytes) {
      * A local reduction after a step's messages: {@code into[intoOffset, +bytes) := op(left, right)} element by element,
      * where the left operand is {@code from}'s bytes when {@code fromIsLeft}, else {@code into}'s own (spec §1.3's
      * {@code acc := op(acc, inc)} with acc the left operand). Which side is left decides NaN ties and float rounding,
-     * so it is part of the algorithm (spec §10.4).
+     * so it is part of the algorithm (spec §10.4). With {@code fromIsLeft} the {@code from} range may be overwritten (a
+     * transport forms the result there and copies it), so a schedule never reads it again before receiving into it.
      */
     public record Combine(Buffer into, long intoOffset, Buffer from, long fromOffset, long bytes, boolean fromIsLeft) {
         public Combine {

@@ -122,10 +122,9 @@ final class ScheduleSimulator {
         if (c.bytes() % s != 0) throw new ScheduleError("combine of " + c.bytes() + " bytes is not whole " + dtype + " elements");
         long count = c.bytes() / s;
         if (c.fromIsLeft()) {
-            MemorySegment tmp = Arena.ofAuto().allocate(c.bytes(), 16);
-            MemorySegment.copy(from, c.fromOffset(), tmp, 0, c.bytes());
-            Reducer.reduce(op, dtype, tmp, 0, into, c.intoOffset(), count);
-            MemorySegment.copy(tmp, 0, into, c.intoOffset(), c.bytes());
+            // as the transport does: the result is formed in from (which the schedule must not read again) and copied
+            Reducer.reduce(op, dtype, from, c.fromOffset(), into, c.intoOffset(), count);
+            MemorySegment.copy(from, c.fromOffset(), into, c.intoOffset(), c.bytes());
         } else {
             Reducer.reduce(op, dtype, into, c.intoOffset(), from, c.fromOffset(), count);
         }
