@@ -69,8 +69,9 @@ public final class AlgorithmPolicy {
                 throw bad(text, "\"" + item.strip() + "\" is not op=algorithm");
             }
             CollectiveKind k = CollectiveKind.byName(kv[0]);
-            if (k == null || !k.text().equals(kv[0].strip().toLowerCase(java.util.Locale.ROOT))) {
-                throw bad(text, "\"" + kv[0].strip() + "\" is not an operation (all_reduce, all_gather, sum_scatter)");
+            if (k == null) {
+                throw bad(text, "\"" + kv[0].strip() + "\" is not an operation (all_reduce, all_gather, sum_scatter; all_reduce "
+                        + "covers all_sum, all_max and all_min)");
             }
             Algorithm a = Algorithm.byName(kv[1]);
             if (a == null || !a.supports(k)) {

@@ -19,7 +19,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Locale;
 import java.util.Set;
 
 /**
@@ -166,7 +165,7 @@ public record AlgorithmRules(String source, String comment, List<Rule> rules) {
             throw new ConfigException(where + ": \"op\" must be one of all_reduce, all_gather, sum_scatter, got " + kindOf(opNode));
         }
         CollectiveKind op = CollectiveKind.byName(opNode.asText());
-        if (op == null || !op.text().equals(opNode.asText().strip().toLowerCase(Locale.ROOT))) {
+        if (op == null) {
             throw new ConfigException(where + ": \"op\" must be one of all_reduce, all_gather, sum_scatter, got \"" + opNode.asText() + "\"");
         }
         JsonNode algoNode = node.get("algorithm");

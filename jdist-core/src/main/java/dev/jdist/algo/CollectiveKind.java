@@ -22,14 +22,11 @@ public enum CollectiveKind {
     /** The name in {@code JDIST_ALGO} and rules files. */
     public String text() { return text; }
 
-    /** By name ({@code all_reduce}, or an operation's own name: {@code all_sum}, {@code all_max}, {@code all_min}); null when unknown. */
+    /** By name, any case; null when unknown ({@code all_sum}, {@code all_max}, {@code all_min} are all {@code all_reduce}). */
     public static CollectiveKind byName(String name) {
         String t = name.strip().toLowerCase(Locale.ROOT);
         for (CollectiveKind k : values()) if (k.text.equals(t)) return k;
-        return switch (t) {
-            case "all_sum", "all_max", "all_min" -> ALL_REDUCE;
-            default -> null;
-        };
+        return null;
     }
 
     @Override
