@@ -4,7 +4,6 @@ import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
 import dev.jdist.mesh.MeshSchedule;
-import dev.jdist.reduce.Reducer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -13,10 +12,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
-import java.util.TreeSet;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -27,32 +24,23 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class MeshAlgorithmsTest {
 
-    /** Element counts worth trying for a group of n. */
-    static long[] sizes(int n) {
-        int m = Integer.highestOneBit(n);
-        TreeSet<Long> s = new TreeSet<>(List.of(0L, 1L, 2L, 3L, 7L, (long) n - 1, (long) n, (long) n + 1, (long) m - 1,
-                (long) m + 1, 2L * m + 1, 1001L));
-        s.removeIf(x -> x < 0);
-        return s.stream().mapToLong(Long::longValue).toArray();
-    }
-
     @ParameterizedTest(name = "n = {0}")
     @ValueSource(ints = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
     void allReduceAlgorithmsGiveTheDocumentedBytes(int n) {
         List<String> bad = new ArrayList<>();
         Random rnd = new Random(n);
         for (DType t : DType.values()) {
-            for (long e : sizes(n)) {
-                MemorySegment[] inputs = inputs(rnd, t, n, e);
+            for (long e : MeshChecks.sizes(n)) {
+                MemorySegment[] inputs = MeshChecks.inputs(rnd, t, n, e);
                 for (ReduceOp op : ReduceOp.values()) {
-                    MemorySegment want = reference(op, t, inputs, e);
+                    MemorySegment want = MeshChecks.reference(op, t, inputs, e);
                     for (String algo : List.of("rd", "rhd")) {
                         List<MeshSchedule> schedules = new ArrayList<>();
                         for (int r = 0; r < n; r++) {
                             schedules.add(algo.equals("rd") ? RecursiveDoubling.allReduce(r, n, e * t.itemSize())
                                     : HalvingDoubling.allReduce(r, n, e, t.itemSize()));
                         }
-                        MemorySegment[] work = copies(inputs);
+                        MemorySegment[] work = MeshChecks.copies(inputs);
                         ScheduleSimulator.run(schedules, work, op, t);
                         for (int r = 0; r < n; r++) {
                             if (work[r].mismatch(want) != -1) {
@@ -73,11 +61,11 @@ class MeshAlgorithmsTest {
         Random rnd = new Random(100 + n);
         for (DType t : DType.values()) {
             for (long c : new long[] {0, 1, 2, 3, 5, 17}) {
-                MemorySegment[] inputs = inputs(rnd, t, n, c * n);
-                MemorySegment want = reference(ReduceOp.SUM, t, inputs, c * n);
+                MemorySegment[] inputs = MeshChecks.inputs(rnd, t, n, c * n);
+                MemorySegment want = MeshChecks.reference(ReduceOp.SUM, t, inputs, c * n);
                 List<MeshSchedule> schedules = new ArrayList<>();
                 for (int r = 0; r < n; r++) schedules.add(RecursiveHalving.sumScatter(r, n, c * t.itemSize()));
-                MemorySegment[] work = copies(inputs);
+                MemorySegment[] work = MeshChecks.copies(inputs);
                 ScheduleSimulator.run(schedules, work, ReduceOp.SUM, t);
                 long chunk = c * t.itemSize();
                 for (int r = 0; r < n; r++) {
@@ -189,72 +177,4 @@ class MeshAlgorithmsTest {
         assertThat(Fold.of(8).extra()).isZero();
     }
 
-    // ------------------------------------------------------------------ reference values
-
-    /** §10.4: the pairs (2i, 2i+1), i < n - m, are combined first, then the balanced tree over the m leaves. */
-    static MemorySegment reference(ReduceOp op, DType t, MemorySegment[] x, long elements) {
-        int n = x.length;
-        int m = Integer.highestOneBit(n);
-        int e = n - m;
-        MemorySegment[] leaves = new MemorySegment[m];
-        for (int v = 0; v < m; v++) {
-            int first = v < e ? 2 * v : v + e;
-            leaves[v] = copy(x[first]);
-            if (v < e) Reducer.reduce(op, t, leaves[v], 0, x[first + 1], 0, elements);
-        }
-        return tree(op, t, leaves, 0, m, elements);
-    }
-
-    private static MemorySegment tree(ReduceOp op, DType t, MemorySegment[] leaves, int lo, int hi, long elements) {
-        if (hi - lo == 1) return leaves[lo];
-        int mid = (lo + hi) >>> 1;
-        MemorySegment left = tree(op, t, leaves, lo, mid, elements);
-        MemorySegment right = tree(op, t, leaves, mid, hi, elements);
-        MemorySegment out = copy(left);
-        Reducer.reduce(op, t, out, 0, right, 0, elements);
-        return out;
-    }
-
-    private static MemorySegment copy(MemorySegment s) {
-        MemorySegment c = Arena.ofAuto().allocate(Math.max(1, s.byteSize()), 16).asSlice(0, s.byteSize());
-        MemorySegment.copy(s, 0, c, 0, s.byteSize());
-        return c;
-    }
-
-    private static MemorySegment[] copies(MemorySegment[] inputs) {
-        return Arrays.stream(inputs).map(MeshAlgorithmsTest::copy).toArray(MemorySegment[]::new);
-    }
-
-    /**
-     * Inputs whose reductions depend on the association order and on which side is left: floats of many magnitudes
-     * with signed zeros and the odd NaN, integers that wrap, booleans of every byte value.
-     */
-    static MemorySegment[] inputs(Random rnd, DType t, int n, long elements) {
-        MemorySegment[] out = new MemorySegment[n];
-        for (int q = 0; q < n; q++) {
-            Array a = Array.zeros(t, Math.toIntExact(elements));
-            for (long i = 0; i < elements; i++) {
-                switch (t) {
-                    case FLOAT32, FLOAT64, FLOAT16, BFLOAT16 -> a.setDouble(i, floatValue(rnd, t));
-                    case COMPLEX64 -> a.setComplex(i, (float) floatValue(rnd, DType.FLOAT32), (float) floatValue(rnd, DType.FLOAT32));
-                    default -> {
-                        for (int b = 0; b < t.itemSize(); b++) {
-                            a.segment().set(ValueLayout.JAVA_BYTE, i * t.itemSize() + b, (byte) rnd.nextInt());
-                        }
-                    }
-                }
-            }
-            out[q] = a.segment();
-        }
-        return out;
-    }
-
-    private static double floatValue(Random rnd, DType t) {
-        int k = rnd.nextInt(20);
-        if (k == 0) return 0.0;
-        if (k == 1) return -0.0;
-        if (k == 2 && rnd.nextInt(4) == 0) return Double.NaN;
-        int spread = t == DType.FLOAT16 ? 4 : 9;
-        return rnd.nextGaussian() * Math.pow(10, rnd.nextInt(2 * spread + 1) - spread);
-    }
 }
