@@ -106,6 +106,12 @@ public final class BenchWorker {
                     rg.useAlgorithmPolicy(base.forcing(kind, a));
                     warmUp(group, op, dtype);
                 }
+                // one untimed row each first: right after the warm-ups the JIT compiler threads are still busy (all
+                // ranks share the CPUs), which would slow whichever algorithm happens to be measured first
+                for (Algorithm a : candidates) {
+                    rg.useAlgorithmPolicy(base.forcing(kind, a));
+                    runRow(group, op, dtype, spec.sizes().getFirst(), OUT_OF_PLACE, spec.warmup(), spec.iters());
+                }
                 for (long size : spec.sizes()) {
                     for (Algorithm a : candidates) {
                         rg.useAlgorithmPolicy(base.forcing(kind, a));

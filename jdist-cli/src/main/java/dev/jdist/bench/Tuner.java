@@ -17,13 +17,16 @@ import java.util.TreeMap;
 /**
  * Turns the rows of a {@code jdist bench --tune} run into rules (spec collectives.md §10.9), pure: for each collective,
  * the algorithm of each measured size, chosen so that the total slowdown against the fastest of every size is least
- * with a small cost per change of algorithm (a noisy row does not split a run into pieces); each run of sizes with one
+ * with a cost per change of algorithm (a noisy row does not split a run into pieces); each run of sizes with one
  * algorithm becomes one rule for this rank count and kind of topology. Sizes outside the measured range are left to
  * the rules that follow (jdist's defaults).
  */
 public final class Tuner {
-    /** What one change of algorithm between neighbouring sizes costs, as a fraction of one size's best time. */
-    static final double SWITCH_COST = 0.10;
+    /**
+     * What one change of algorithm between neighbouring sizes costs, as a fraction of one size's best time: a row must be
+     * 25 % slower than the other algorithm's before a run of sizes is split there (rows on a shared machine are noisy).
+     */
+    static final double SWITCH_COST = 0.25;
 
     private Tuner() {}
 

@@ -5,7 +5,6 @@ import dev.jdist.ConnectFailedException;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
-import dev.jdist.ring.RingAuthenticator;
 
 import java.io.Closeable;
 import java.io.IOException;
@@ -26,6 +25,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -33,6 +33,7 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * Direct connections between any two members of a group whose members are all jdist (spec collectives.md §10.1–§10.2):
@@ -43,8 +44,8 @@ import java.util.Map;
  * is used only when the caller knows every member is jdist; (3) {@link #form} checks the records (the settings digests
  * must agree) and from then on the listener accepts. Connections are made on demand: {@link #connect} before an
  * operation, for the peers it needs; the lower rank of a pair connects, the higher accepts; both prove the job token
- * (or, without one, the group's identity) with the ring's handshake ({@link RingAuthenticator}) bound to both ranks and
- * to the group. A connection stays open until {@link #close()} or a failure.
+ * (or, without one, the group's identity) with the ring's handshake ({@link Proofs}: the caller passes the ring's
+ * {@code RingAuthenticator}) bound to both ranks and to the group. A connection stays open until {@link #close()} or a failure.
  *
  * <p>Waiting. One selector watches the listener, the handshakes in progress and every connection. A transport that runs
  * an operation sets its connections' interest and calls {@link #await}, which also accepts and authenticates members
@@ -68,6 +69,17 @@ public final class PeerMesh implements AutoCloseable {
     }
 
     /**
+     * The two proofs of a handshake, keyed with one secret: HMAC-SHA256 of a fixed label, the channel number and two
+     * 32-byte values (spec collectives.md §9). The ring's {@code RingAuthenticator} is one; the mesh takes it from the
+     * caller so that this package depends on no backend.
+     */
+    public interface Proofs {
+        byte[] acceptorMac(int channel, byte[] nonceC, byte[] nonceA);
+
+        byte[] connectorMac(int channel, byte[] nonceA, byte[] nonceC);
+    }
+
+    /**
      * How this member connects.
      *
      * @param rank       this member's rank in the group
@@ -76,16 +88,21 @@ public final class PeerMesh implements AutoCloseable {
      * @param spinMicros how long an operation polls before sleeping in the selector ({@code JDIST_RING_SPIN_US})
      * @param verbose    {@code MLX_RING_VERBOSE}: log connection progress on stderr
      * @param who        how log lines name this member ({@code rank 2}, {@code rank 2 -> split colour 1 rank 0})
+     * @param proofs     the proofs keyed with a secret (the job token, or the group's identity without one)
      */
-    public record Settings(int rank, Duration timeout, String jobToken, long spinMicros, boolean verbose, String who) {}
+    public record Settings(int rank, Duration timeout, String jobToken, long spinMicros, boolean verbose, String who,
+                           Function<String, Proofs> proofs) {}
 
     /** Bytes of one member's record in the exchange: IPv4, port, host id, settings digest (little-endian). */
     public static final int RECORD_BYTES = 24;
     /** The handshake's channel number ({@code "MESH"}): apart from the ring's connection indices and the store's. */
     static final int CHANNEL = 0x4D455348;
     static final byte[] MAGIC = "JDISTMS1".getBytes(StandardCharsets.US_ASCII);
-    static final int HELLO = 8 + 8 + 4 + 4 + RingAuthenticator.NONCE;
-    static final int CHALLENGE_REPLY = RingAuthenticator.NONCE + RingAuthenticator.MAC;
+    static final int NONCE = 32;
+    static final int MAC = 32;
+    static final int HELLO = 8 + 8 + 4 + 4 + NONCE;
+    static final int CHALLENGE_REPLY = NONCE + MAC;
+    private static final SecureRandom RANDOM = new SecureRandom();
     private static final int BACKLOG = 64;
     private static final int MAX_PENDING_HANDSHAKES = 64;
     /** A refused connection after the exchange means the member no longer listens; a few quick retries, then fail. */
@@ -97,7 +114,7 @@ public final class PeerMesh implements AutoCloseable {
     private final int rank;
     private final List<Member> members;
     private final byte[] meshId;
-    private final RingAuthenticator auth;
+    private final Proofs auth;
     private final long timeoutNanos;
     private final String timeoutText;
     private final Selector selector;
@@ -116,7 +133,8 @@ public final class PeerMesh implements AutoCloseable {
         this.members = List.copyOf(members);
         this.meshId = meshId;
         // Without a job token the proof only binds a connection to this group (MLX's trust model, like the ring's).
-        this.auth = new RingAuthenticator(settings.jobToken() != null ? settings.jobToken() : "jdist-mesh " + HexFormat.of().formatHex(meshId));
+        this.auth = settings.proofs().apply(settings.jobToken() != null ? settings.jobToken()
+                : "jdist-mesh " + HexFormat.of().formatHex(meshId));
         this.timeoutNanos = settings.timeout().toNanos();
         double s = settings.timeout().toNanos() / 1e9;
         this.timeoutText = s == Math.rint(s) ? String.valueOf((long) s) : String.valueOf(s);
@@ -418,6 +436,12 @@ public final class PeerMesh implements AutoCloseable {
         ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
     }
 
+    private static byte[] nonce() {
+        byte[] b = new byte[NONCE];
+        RANDOM.nextBytes(b);
+        return b;
+    }
+
     /** The handshake's proofs are bound to this group and to both ranks (spec §10.2). */
     private byte[] binding(int connectorRank, int acceptorRank, byte[] nonceC) {
         try {
@@ -559,7 +583,7 @@ public final class PeerMesh implements AutoCloseable {
         ByteBuffer out = ByteBuffer.allocate(0);
         ByteBuffer in;
         int stage;
-        final byte[] myNonce = RingAuthenticator.nonce();
+        final byte[] myNonce = nonce();
         byte[] bind;
         boolean finished;
 
@@ -617,7 +641,7 @@ public final class PeerMesh implements AutoCloseable {
                     b.get(magic).get(tag);
                     int from = b.getInt();
                     int to = b.getInt();
-                    byte[] nonceC = new byte[RingAuthenticator.NONCE];
+                    byte[] nonceC = new byte[NONCE];
                     b.get(nonceC);
                     if (!Arrays.equals(magic, MAGIC)) return fail("did not start the jdist mesh handshake");
                     if (!Arrays.equals(tag, Arrays.copyOf(meshId, 8))) return fail("belongs to another group or job");
@@ -626,10 +650,10 @@ public final class PeerMesh implements AutoCloseable {
                     peer = from;
                     bind = binding(from, rank, nonceC);
                     out = ByteBuffer.allocate(CHALLENGE_REPLY).put(myNonce).put(auth.acceptorMac(CHANNEL, bind, myNonce)).flip();
-                    in = ByteBuffer.allocate(RingAuthenticator.MAC);
+                    in = ByteBuffer.allocate(MAC);
                     stage = 1;
                 } else {
-                    if (!RingAuthenticator.same(got, auth.connectorMac(CHANNEL, myNonce, bind))) return fail("proved a different job token");
+                    if (!MessageDigest.isEqual(got, auth.connectorMac(CHANNEL, myNonce, bind))) return fail("proved a different job token");
                     out = ByteBuffer.allocate(1).put((byte) 1).flip();
                     in = null;
                     stage = 2;
@@ -637,12 +661,12 @@ public final class PeerMesh implements AutoCloseable {
                 }
             } else {
                 if (stage == 0) {
-                    byte[] nonceA = Arrays.copyOf(got, RingAuthenticator.NONCE);
-                    byte[] mac = Arrays.copyOfRange(got, RingAuthenticator.NONCE, CHALLENGE_REPLY);
-                    if (!RingAuthenticator.same(mac, auth.acceptorMac(CHANNEL, bind, nonceA))) {
+                    byte[] nonceA = Arrays.copyOf(got, NONCE);
+                    byte[] mac = Arrays.copyOfRange(got, NONCE, CHALLENGE_REPLY);
+                    if (!MessageDigest.isEqual(mac, auth.acceptorMac(CHANNEL, bind, nonceA))) {
                         return fail("failed the mesh handshake (it does not know this job's token, or is not this group's member)");
                     }
-                    out = ByteBuffer.allocate(RingAuthenticator.MAC).put(auth.connectorMac(CHANNEL, nonceA, bind)).flip();
+                    out = ByteBuffer.allocate(MAC).put(auth.connectorMac(CHANNEL, nonceA, bind)).flip();
                     in = ByteBuffer.allocate(1);
                     stage = 1;
                 } else {

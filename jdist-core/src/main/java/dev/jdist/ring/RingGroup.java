@@ -449,7 +449,8 @@ public final class RingGroup implements GroupImpl {
             Array all = Array.zeros(DType.UINT8, PeerMesh.RECORD_BYTES * size);
             allGather(Array.fromBytes(DType.UINT8, mine, mine.length), all);
             m = PeerMesh.form(new PeerMesh.Settings(rank, settings.timeout(), settings.jobToken(), settings.spinMicros(),
-                    settings.verbose(), who), listener, all.toBytes(), AlgorithmPolicy.VARIABLE + " and " + AlgorithmPolicy.RULES_VARIABLE);
+                    settings.verbose(), who, RingAuthenticator::new), listener, all.toBytes(),
+                    AlgorithmPolicy.VARIABLE + " and " + AlgorithmPolicy.RULES_VARIABLE);
         } catch (RuntimeException | Error e) {
             RingConnector.closeQuietly(listener);
             throw e;

@@ -103,6 +103,25 @@ class MeshInProcessTest {
     }
 
     @Test
+    void onASharedMemoryRingTheRingIsChosenAndAForcedAlgorithmUsesTheTcpMesh() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(java.nio.file.Files.isReadable(Path.of("/proc/sys/kernel/random/boot_id")),
+                "JDIST_TRANSPORT=shm needs Linux's boot id");
+        Path hf = RingTestSupport.hostfile(dir, 4, 1);
+        List<String> out = RingTestSupport.onEveryRank(hf, 4, Map.of("JDIST_TRANSPORT", "shm"), g -> {
+            RingGroup rg = (RingGroup) g;
+            rg.membersAreJdist(null, Map.of());
+            Array y = Array.zeros(DType.FLOAT32, 2);
+            rg.allReduce(Array.of(1f, (float) g.rank()), y, ReduceOp.SUM);
+            String auto = rg.transportName() + " " + rg.algorithmFor(CollectiveKind.ALL_REDUCE, 8) + " " + y.getDouble(1);
+            rg.useAlgorithmPolicy(AlgorithmPolicy.defaults().forcing(CollectiveKind.ALL_REDUCE, Algorithm.RD));
+            rg.allReduce(Array.of(1f, (float) g.rank()), y, ReduceOp.SUM);
+            return auto + " | " + rg.algorithmFor(CollectiveKind.ALL_REDUCE, 8) + " " + y.getDouble(1) + " "
+                    + rg.peerMesh().orElseThrow().openConnections();
+        });
+        assertThat(out).containsOnly("shm ring 6.0 | rd 6.0 2");
+    }
+
+    @Test
     void differentAlgorithmSettingsFailEveryRankNamingThem() throws Exception {
         Path hf = RingTestSupport.hostfile(dir, 3, 1);
         List<String> out = RingTestSupport.onEveryRank(hf, 3, Map.of(), g -> {
