@@ -39,6 +39,9 @@ public final class MeshTransport {
     private final int rank;
     private final Lane[] lanes;
     private final List<Lane> active = new ArrayList<>();
+    /** The peers of the last schedule run (callers reuse schedules of repeated calls: no set built per call). */
+    private MeshSchedule lastSchedule;
+    private int[] lastPeers;
 
     public MeshTransport(PeerMesh mesh) {
         this.mesh = mesh;
@@ -58,7 +61,11 @@ public final class MeshTransport {
         mesh.checkUsable(opName);
         if (schedule.steps().isEmpty()) return;
         try {
-            mesh.connect(schedule.peers(), opName);
+            if (schedule != lastSchedule) {
+                lastPeers = schedule.peers();
+                lastSchedule = schedule;
+            }
+            mesh.connect(lastPeers, opName);
             List<Step> steps = schedule.steps();
             for (int i = 0; i < steps.size(); i++) {
                 Step st = steps.get(i);
