@@ -135,6 +135,7 @@ public final class Distributed {
         if (token != null && !token.isEmpty() && impl.size() > 1) {
             try {
                 table = GroupAgreement.check(impl, name, env);
+                impl.membersAreJdist(table, env);
             } catch (RuntimeException e) {
                 impl.close();
                 throw e;
@@ -186,7 +187,16 @@ public final class Distributed {
                 Optional<GroupImpl> impl = b.join(!any, rv);   // a named backend must start: never a 1-rank group
                 if (impl != null && impl.isPresent()) {
                     GroupImpl g = impl.get();
-                    return new Group(g, OperationTrace.WORLD, rv.table().orElse(null), rv);
+                    JobTable table = rv.table().orElse(null);
+                    if (table != null && g.size() > 1) {
+                        try {
+                            g.membersAreJdist(table, rv.env());
+                        } catch (RuntimeException | Error e) {
+                            g.close();
+                            throw e;
+                        }
+                    }
+                    return new Group(g, OperationTrace.WORLD, table, rv);
                 }
                 declined.add(name + (b.unavailableReason().map(r -> " (" + r + ")").orElse("")));
             }

@@ -145,7 +145,8 @@ abstract class RingTransportBase implements RingTransport {
         return new PeerLostException("rank " + rank + ": " + opName + " failed: " + e, e);
     }
 
-    final void breakGroup(DistributedException e) {
+    @Override
+    public final void breakGroup(DistributedException e) {
         if (broken == null) broken = e;
         log.log("group broken: " + e.getMessage());
         connections.closeAll();

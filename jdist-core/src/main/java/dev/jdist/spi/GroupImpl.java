@@ -3,6 +3,8 @@ package dev.jdist.spi;
 import dev.jdist.Array;
 import dev.jdist.ReduceOp;
 
+import java.util.Map;
+
 /**
  * What every backend implements. {@link dev.jdist.Group} validates arguments, allocates outputs,
  * handles size-1 groups and serialises calls, so implementations see only well-formed requests,
@@ -38,6 +40,16 @@ public interface GroupImpl extends AutoCloseable {
 
     /** Fills {@code out} with bytes received from {@code src}. */
     void recv(Array out, int src);
+
+    /**
+     * Called once, on every member at the same point before the first operation, when every member of this group is
+     * known to be jdist ({@code table}: the job met through a rendezvous, or formed from MLX variables with a job token
+     * and passed the agreement check). From then on the backend may use what only jdist ranks understand (the ring: its
+     * peer mesh and size-aware algorithms, spec collectives.md §10) and may communicate over the group to set it up;
+     * {@code env} is the environment the group was formed from. Never called when MLX peers may be present. A failure
+     * is thrown, and the caller closes the group.
+     */
+    default void membersAreJdist(JobTable table, Map<String, String> env) {}
 
     /** Releases sockets, threads and native resources. Idempotent. */
     @Override
