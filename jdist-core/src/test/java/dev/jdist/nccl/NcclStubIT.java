@@ -10,6 +10,8 @@ import dev.jdist.NcclTestGroups;
 import dev.jdist.ReduceOp;
 import dev.jdist.UnsupportedCollectiveException;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.RankThreads;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -21,8 +23,6 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.util.List;
 import java.util.Map;
 
-import static dev.jdist.nccl.NcclTestSupport.freePort;
-import static dev.jdist.nccl.NcclTestSupport.onRanks;
 import static dev.jdist.nccl.NcclTestSupport.rankEnv;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -61,8 +61,8 @@ class NcclStubIT {
 
     /** Forms an {@code n}-rank nccl world (one thread per rank) and wraps each rank's group. */
     List<Group> world(int n) throws Exception {
-        int port = freePort();
-        return onRanks(n, r -> {
+        int port = FreePorts.one();
+        return RankThreads.run(n, 60, r -> {
             GroupImpl impl = new NcclBackend(Map.of()).init(true, rankEnv(r, n, port, 20_000, stubs.env())).orElseThrow();
             return NcclTestGroups.wrap(impl);
         });
@@ -91,7 +91,7 @@ class NcclStubIT {
         int n = 3;
         List<Group> groups = world(n);
         try {
-            onRanks(n, r -> {
+            RankThreads.run(n, 60, r -> {
                 Group g = groups.get(r);
                 assertThat(g.rank()).isEqualTo(r);
                 assertThat(g.size()).isEqualTo(n);
@@ -134,7 +134,7 @@ class NcclStubIT {
         int n = 2;
         List<Group> groups = world(n);
         try {
-            onRanks(n, r -> {
+            RankThreads.run(n, 60, r -> {
                 Group g = groups.get(r);
                 for (int e : new int[] {1, 10, 5000, 70_000, 3}) {
                     Array s = g.allSum(Array.full(DType.FLOAT32, r + 1, e));
@@ -159,7 +159,7 @@ class NcclStubIT {
         int n = 2;
         List<Group> groups = world(n);
         try {
-            onRanks(n, r -> {
+            RankThreads.run(n, 60, r -> {
                 Group g = groups.get(r);
                 Array x = Array.zeros(dt, 4);
                 for (Runnable op : List.<Runnable>of(() -> g.allSum(x), () -> g.allMax(x), () -> g.allMin(x),
@@ -202,7 +202,7 @@ class NcclStubIT {
         int n = 4;
         List<Group> groups = world(n);
         try {
-            List<long[]> gathered = onRanks(n, r -> {
+            List<long[]> gathered = RankThreads.run(n, 60, r -> {
                 Group g = groups.get(r);
                 try (Group child = g.split(r % 2, 10 - r)) {     // higher parent rank, smaller key: order reversed
                     assertThat(child.size()).isEqualTo(2);
@@ -233,7 +233,7 @@ class NcclStubIT {
         int n = 2;
         List<Group> groups = world(n);
         try {
-            onRanks(n, r -> {
+            RankThreads.run(n, 60, r -> {
                 NcclGroup ng = NcclGroup.of(groups.get(r));
                 Array host = input(DType.FLOAT32, r, 4);
                 try (DeviceArray d = ng.toDevice(host);
@@ -284,7 +284,7 @@ class NcclStubIT {
         int n = 2;
         List<Group> groups = world(n);
         try {
-            onRanks(n, r -> {
+            RankThreads.run(n, 60, r -> {
                 float[] values = {r + 1f, 10f * (r + 1)};
                 Array heap = Array.wrap(java.lang.foreign.MemorySegment.ofArray(values), DType.FLOAT32, 2);
                 float[] outValues = new float[2];
@@ -310,7 +310,7 @@ class NcclStubIT {
         List<Group> groups = world(3);
         try {
             for (int r = 0; r < 3; r++) assertThat(NcclGroup.of(groups.get(r)).device()).isEqualTo(r % 2);
-            onRanks(3, r -> groups.get(r).allSum(Array.of(1f)));
+            RankThreads.run(3, 60, r -> groups.get(r).allSum(Array.of(1f)));
         } finally {
             closeAll(groups);
         }
@@ -318,7 +318,7 @@ class NcclStubIT {
 
     @Test
     void distributedInitFindsTheBackendThroughServiceLoaderAndAOneRankGroupStillCallsNcclOnDeviceArrays() throws Exception {
-        Map<String, String> env = rankEnv(0, 1, freePort(), 5_000, stubs.env());
+        Map<String, String> env = rankEnv(0, 1, FreePorts.one(), 5_000, stubs.env());
         Group g = Distributed.init(true, "nccl", env);
         assertThat(g.backend()).isEqualTo("nccl");
         assertThat(g.size()).isEqualTo(1);
@@ -398,13 +398,13 @@ class NcclStubIT {
     @Test
     void initFailuresAreExceptionsNamingTheRankNeverAnExit() throws Exception {
         stubs.failNccl("ncclCommInitRank");
-        Map<String, String> env = rankEnv(0, 1, freePort(), 5_000, stubs.env());
+        Map<String, String> env = rankEnv(0, 1, FreePorts.one(), 5_000, stubs.env());
         assertThatThrownBy(() -> new NcclBackend(Map.of()).init(false, env))
                 .isInstanceOf(DistributedException.class)
                 .hasMessageContaining("nccl rank 0 of 1").hasMessageContaining("ncclCommInitRank")
                 .hasMessageContaining("invalid usage");
         stubs.failNccl("ncclGetUniqueId");
-        Map<String, String> env2 = rankEnv(0, 1, freePort(), 5_000, stubs.env());
+        Map<String, String> env2 = rankEnv(0, 1, FreePorts.one(), 5_000, stubs.env());
         assertThatThrownBy(() -> new NcclBackend(Map.of()).init(true, env2))
                 .isInstanceOf(DistributedException.class).hasMessageContaining("ncclGetUniqueId");
         stubs.failNccl("ncclCommSplit");
@@ -439,7 +439,7 @@ class NcclStubIT {
         NcclBackend b = new NcclBackend(stubs.env());
         assertThat(b.isAvailable()).isFalse();
         assertThat(b.unavailableReason()).get().asString().contains("no CUDA-capable device");
-        Map<String, String> env = rankEnv(0, 1, freePort(), 5_000, stubs.env());
+        Map<String, String> env = rankEnv(0, 1, FreePorts.one(), 5_000, stubs.env());
         assertThat(new NcclBackend(Map.of()).init(false, env)).isEmpty();
         assertThatThrownBy(() -> new NcclBackend(Map.of()).init(true, env)).isInstanceOf(ConfigException.class)
                 .hasMessageContaining("no CUDA-capable device").hasMessageContaining("MLX_RANK=0");

@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
  * {@code Distributed.init()} (backend "any") instead of {@code init(true, "mpi")}; {@code chunk=N}
  * makes every MPI call carry at most N elements, to exercise the paths for counts above 2^31−1.
  */
-public final class MpiCheckMain {
+public final class MpiCheckProgram {
     private static final int[] SIZES = {1, 5, 1000, 40_000};
     private static int checks;
     private static String tag = "";
