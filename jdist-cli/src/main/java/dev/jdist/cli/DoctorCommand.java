@@ -1,6 +1,7 @@
 package dev.jdist.cli;
 
 import dev.jdist.Distributed;
+import dev.jdist.doctor.EnvironmentReport;
 import dev.jdist.doctor.JobPreflight;
 import dev.jdist.launch.JobRequirements;
 import dev.jdist.launch.JobTargetOptions;
@@ -18,7 +19,9 @@ import java.util.concurrent.Callable;
 @Command(name = "doctor", mixinStandardHelpOptions = true,
         description = {"Check the hosts of a job before launching it: ssh key login, the same JDK and jdist paths,",
                 "the program's path, free ring ports; and which backends this machine can use.",
-                "Example: jdist doctor --hostfile ring-4.json examples/AllSum.java"},
+                "With --env: which job Distributed.init() would find in this environment (Slurm, torchrun, ...).",
+                "Example: jdist doctor --hostfile ring-4.json examples/AllSum.java",
+                "         srun -n 4 jdist doctor --env"},
         footer = {"Exit status: 0 when every check passes, 1 when one fails, 2 for usage errors."})
 public final class DoctorCommand implements Callable<Integer> {
 
@@ -35,11 +38,22 @@ public final class DoctorCommand implements Callable<Integer> {
     @Option(names = "--connect-timeout", paramLabel = "SECONDS", description = "ssh connect timeout (default: 5)")
     int timeoutSeconds = 5;
 
+    @Option(names = "--env", description = {"Only say which job Distributed.init() would find in this process's environment",
+            "(MLX, jdist, torchrun, Trainer v2, MPI, Slurm or Kubernetes variables) and what it concluded:",
+            "rank, size, rendezvous address, backend; errors included. Connects nowhere; host options are ignored."})
+    boolean env;
+
     @Parameters(arity = "0..1", paramLabel = "PROGRAM", description = "the program the job runs (its path is checked)")
     String program;
 
     @Override
     public Integer call() throws InterruptedException {
+        if (env) {
+            EnvironmentReport report = EnvironmentReport.of(System.getenv(), Distributed::unavailableReason);
+            report.lines().forEach(System.out::println);
+            System.out.flush();
+            return report.ok() ? 0 : 1;
+        }
         JobRequirements job = JobRequirements.of(target, java, System.getenv());
         var in = new JobPreflight.Inputs(job, Optional.ofNullable(program),
                 cwd != null ? cwd : Path.of("").toAbsolutePath().toString(), timeoutSeconds);

@@ -60,6 +60,15 @@ public final class CommandResolver {
         return out;
     }
 
+    /** Whether {@code command} is a Java target (§1.4: a .java file, a .jar, or a main class with --class-path). */
+    public static boolean isJavaTarget(List<String> command, String python, String classPath) {
+        if (python != null || command.isEmpty()) {
+            return false;
+        }
+        String c0 = command.get(0);
+        return c0.endsWith(".java") || c0.endsWith(".jar") || classPath != null;
+    }
+
     /**
      * Resolves {@code command} (non-empty, leading {@code --} removed).
      *

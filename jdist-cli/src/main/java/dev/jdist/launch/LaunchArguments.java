@@ -23,16 +23,23 @@ import java.util.Set;
 public final class LaunchArguments {
 
     public static final String USAGE = "usage: jdist launch [-h] [--hosts HOSTS] [-n N] [--hostfile FILE] [--backend NAME] "
-            + "[--env NAME=VALUE] [--mpi-arg ARGS] [--connections-per-ip C] [-p PORT] [--nccl-port PORT] [--cwd DIR] "
+            + "[--launcher auto|ssh|srun|local] [--env NAME=VALUE] [--mpi-arg ARGS] [--connections-per-ip C] [-p PORT] [--nccl-port PORT] [--cwd DIR] "
             + "[--verbose] [--python PATH] [--print-python] [--java PATH] [--print-java] [--class-path CP] [--java-opt OPT] "
             + "[--tag-output] [--timestamp-output] [--output-dir DIR] [--timeout SECONDS] [--dry-run] [--mlx-compatible] "
             + "[--] COMMAND [ARGS...]";
 
     private static final String NEVER = "\u0000jdist-no-end-of-options\u0000";
 
-    /** The parsed command line. {@code command} is the final command (a leading {@code --} already removed). */
+    /**
+     * The parsed command line. {@code command} is the final command (a leading {@code --} already removed);
+     * {@code given} holds the long name of every option the command line set (defaults aside), e.g. {@code --hosts}.
+     */
     public record Parsed(LaunchOptions options, List<String> command, boolean help,
-                         int repeat, int connectionsPerIp, int startingPort, int ncclPort, Double timeoutSeconds) {
+                         int repeat, int connectionsPerIp, int startingPort, int ncclPort, Double timeoutSeconds,
+                         Set<String> given) {
+        public Parsed {
+            given = Set.copyOf(given);
+        }
     }
 
     private LaunchArguments() {
@@ -157,8 +164,10 @@ public final class LaunchArguments {
             head.add(t); // a command token (including unknown single-dash options such as -v, -m)
         }
 
+        Set<String> given = new LinkedHashSet<>();
         try {
-            cl.parseArgs(head.toArray(String[]::new));
+            CommandLine.ParseResult result = cl.parseArgs(head.toArray(String[]::new));
+            result.matchedOptions().forEach(o -> given.add(o.longestName()));
         } catch (CommandLine.ParameterException e) {
             throw CliFailure.usage(e.getMessage());
         }
@@ -170,7 +179,7 @@ public final class LaunchArguments {
             command.addAll(tail);
         }
         if (help) {
-            return new Parsed(options, command, true, 1, 1, 32323, 12345, null);
+            return new Parsed(options, command, true, 1, 1, 32323, 12345, null, given);
         }
         int repeat = options.target.repeat();
         int cpi = options.target.connectionsPerIp();
@@ -187,7 +196,7 @@ public final class LaunchArguments {
                 throw CliFailure.usage("argument --timeout: invalid positive number of seconds: '" + options.timeout + "'");
             }
         }
-        return new Parsed(options, command, false, repeat, cpi, port, ncclPort, timeout);
+        return new Parsed(options, command, false, repeat, cpi, port, ncclPort, timeout, given);
     }
 
     private static boolean isFlag(OptionSpec o) {

@@ -18,8 +18,8 @@ import java.util.List;
         sortOptions = false,
         customSynopsis = {"jdist launch [options] [--] COMMAND [ARGS...]", "       jdist launch --print-java | --print-python"},
         description = {
-                "Starts COMMAND as one process per rank, locally or over ssh, with the environment the chosen",
-                "backend needs (MLX-compatible). COMMAND is a .java source file, a .jar, a main class (with",
+                "Starts COMMAND as one process per rank, locally, over ssh or with Slurm's srun, with the environment",
+                "the chosen backend needs (MLX-compatible). COMMAND is a .java source file, a .jar, a main class (with",
                 "--class-path) or any command (python3 train.py, ./job.sh). Options may appear after the command;",
                 "write -- before the command to pass options to it instead.",
                 ""},
@@ -28,6 +28,7 @@ import java.util.List;
                 "  jdist launch -n 4 examples/AllSum.java",
                 "  jdist launch --hosts 10.0.0.1,10.0.0.2 -n 2 -- java -jar app.jar",
                 "  jdist launch --hostfile hosts.json -- python3 my_mlx_script.py",
+                "  jdist launch examples/AllSum.java      (in an sbatch script: one rank per Slurm task, placed by srun)",
                 "Exit status: 0 if every rank exited 0; else the status of the first rank that failed; 2 for usage",
                 "errors; 128+N when the launcher got signal N. See docs/launching.md."})
 public final class LaunchOptions {
@@ -39,6 +40,12 @@ public final class LaunchOptions {
     /** --env, --bind-to (shared with bench). */
     @Mixin
     public RankOptions ranks = new RankOptions();
+
+    @Option(names = "--launcher", order = 45, paramLabel = "auto|ssh|srun|local", description = {"How ranks are started: ssh "
+            + "(the host list: 127.0.0.1 entries locally, others over ssh), srun (Slurm places them: -n tasks, --hosts nodes; "
+            + "ranks meet through the rendezvous), local (every rank on this machine, whatever the host entries). Default auto: "
+            + "srun inside a Slurm allocation when no --hosts/--hostfile is given, else ssh."})
+    public String launcher;
 
     @Option(names = "--mpi-arg", order = 60, paramLabel = "ARGS", description = "Extra mpirun arguments, split like a shell (repeatable; mpi backend).")
     public List<String> mpiArg = new ArrayList<>();

@@ -87,8 +87,17 @@ public final class Launcher {
 
         Hostfile hosts = o.target.resolveHosts();
         String backend = o.target.chooseBackend(hosts, env);
+        Placement.Choice placement = Placement.choose(o.launcher, p.given(), backend, env, Executables.onPath("srun").isPresent());
+        o.ranks.bindToCore(); // checks --bind-to before anything starts
 
         ConsoleLog log = new ConsoleLog(err, o.verbose);
+        if (placement.why() != null) {
+            if (placement.placement() == Placement.SRUN) {
+                log.info(placement.why());
+            } else {
+                log.warn(placement.why());
+            }
+        }
         TerminalSize term = TerminalSize.detect(env);
         String token = o.mlxCompatible || backend.equals("mpi") ? null : newJobToken();
         EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, hosts.hosts(), hosts.envs(), o.ranks.env,
@@ -96,6 +105,9 @@ public final class Launcher {
 
         if (backend.equals("mpi")) {
             return runMpi(inputs, o, argv, log);
+        }
+        if (placement.placement() == Placement.SRUN) {
+            return runSrun(inputs, o, p, command, argv, log);
         }
         EnvironmentPlan.Result plan = EnvironmentPlan.plan(inputs);
         plan.warnings().forEach(log::warn);
@@ -107,22 +119,18 @@ public final class Launcher {
         Map<Integer, Integer> cpuSlots = new HashMap<>();
         List<JobSupervisor.RankStart> starts = new ArrayList<>();
         for (RankPlan rp : plan.ranks()) {
-            int slot = ranksOnHost.merge(rp.host().ssh(), 1, Integer::sum) - 1;
+            HostEntry where = startHost(rp.host(), placement.placement());
+            int slot = ranksOnHost.merge(where.ssh(), 1, Integer::sum) - 1;
             if (bind) cpuSlots.put(rp.rank(), slot);
-            String boot = Bootstrap.script(rp, argv, cwd, o.cwd != null, !rp.host().isLocal(), bind ? slot : -1);
-            starts.add(new JobSupervisor.RankStart(rp.rank(), rp.host(), boot,
+            String boot = Bootstrap.script(rp, argv, cwd, o.cwd != null, !where.isLocal(), bind ? slot : -1);
+            starts.add(new JobSupervisor.RankStart(rp.rank(), where, boot,
                     rp.dropInheritedHostfile() ? List.of("MLX_HOSTFILE") : List.of()));
         }
         if (o.dryRun) {
-            printDryRun(plan, argv, cwd, o.cwd != null, cpuSlots);
+            printDryRun(plan, placement.placement(), argv, cwd, o.cwd != null, cpuSlots);
             return 0;
         }
-        OutputSink sink;
-        try {
-            sink = new OutputSink(out, err, o.tagOutput, o.timestampOutput, o.outputDir == null ? null : Path.of(o.outputDir));
-        } catch (IOException e) {
-            throw CliFailure.usage("--output-dir " + o.outputDir + ": cannot create it (" + e.getMessage() + ")");
-        }
+        OutputSink sink = outputSink(o);
         String ssh = Executables.ssh();
         JobSupervisor supervisor = new JobSupervisor(log, sink, ssh, in, p.timeoutSeconds());
         if (handleSignals) {
@@ -138,12 +146,75 @@ public final class Launcher {
         return HexFormat.of().formatHex(b);
     }
 
-    private void printDryRun(EnvironmentPlan.Result plan, List<String> argv, String cwd, boolean cwdGiven,
+    /**
+     * Where a rank is started: its host entry, or under {@code --launcher local} this machine (the entry's addresses
+     * stay the ring's addresses, so they must be this machine's).
+     */
+    private static HostEntry startHost(HostEntry h, Placement placement) {
+        return placement == Placement.LOCAL && !h.isLocal() ? new HostEntry(HostEntry.LOCAL, h.ips(), h.rdma()) : h;
+    }
+
+    private OutputSink outputSink(LaunchOptions o) {
+        try {
+            return new OutputSink(out, err, o.tagOutput, o.timestampOutput, o.outputDir == null ? null : Path.of(o.outputDir));
+        } catch (IOException e) {
+            throw CliFailure.usage("--output-dir " + o.outputDir + ": cannot create it (" + e.getMessage() + ")");
+        }
+    }
+
+    /** {@code --launcher srun}: one job step, planned ({@link SrunPlan}) then run ({@link SrunJob}). */
+    private int runSrun(EnvironmentPlan.Inputs inputs, LaunchOptions o, LaunchArguments.Parsed p, List<String> command,
+                        List<String> argv, ConsoleLog log) throws InterruptedException {
+        Path srun = Executables.onPath("srun").orElseThrow(() -> CliFailure.of(1,
+                "srun not found on PATH (" + env.get("PATH") + "); install Slurm's client commands or put them on PATH"));
+        String pinned = env.get("JDIST_LAUNCH_BACKEND");
+        // a backend the user chose is every rank's; otherwise each rank chooses ("any": nccl where usable, else ring)
+        String backend = o.target.backend != null || (pinned != null && !pinned.isEmpty()) ? inputs.backend() : null;
+        List<String> nodes = p.given().contains("--hosts")
+                ? inputs.hosts().stream().map(HostEntry::ssh).distinct().toList() : List.of();
+        Integer ranks = p.given().contains("--repeat-hosts") ? p.repeat() : null;
+        List<String> handOff = new ArrayList<>();
+        handOff.add(CommandResolver.javaPath(o.java));
+        handOff.addAll(CommandResolver.JDIST_JVM_FLAGS);
+        handOff.addAll(List.of("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx128m", "-cp",
+                String.join(":", CommandResolver.jdistClassPath()), HandOffTask.class.getName()));
+        Integer allocationTasks = null;
+        try {
+            allocationTasks = env.containsKey("SLURM_NTASKS") ? Integer.valueOf(env.get("SLURM_NTASKS").strip()) : null;
+        } catch (NumberFormatException ignored) {
+            // srun will say what is wrong with it
+        }
+        SrunPlan plan = SrunPlan.plan(new SrunPlan.Inputs(srun.toString(), inputs, backend, nodes, ranks, allocationTasks, o.cwd, o.ranks.bindTo,
+                argv, CommandResolver.isJavaTarget(command, o.python, o.classPath), handOff));
+        plan.warnings().forEach(log::warn);
+        log.info("Running " + ShellQuote.join(plan.argv()));
+        if (o.dryRun) {
+            out.println("# dry run: nothing is started");
+            out.println("srun: " + ShellQuote.join(plan.argv()));
+            out.println("ranks: " + plan.ranks() + "; each finds its rank in SLURM_PROCID and meets the others through the "
+                    + "rendezvous on the first node of the step");
+            for (EnvEntry e : plan.env()) {
+                out.println("env: " + e);
+            }
+            out.println("unset: " + String.join(" ", plan.unset()));
+            out.flush();
+            return 0;
+        }
+        SrunJob job = new SrunJob(log, outputSink(o), out, in, p.timeoutSeconds());
+        if (handleSignals) {
+            installSignals(job::signal);
+            Runtime.getRuntime().addShutdownHook(new Thread(job::emergencyStop, "jdist-srun-stop"));
+        }
+        return job.run(plan);
+    }
+
+    private void printDryRun(EnvironmentPlan.Result plan, Placement placement, List<String> argv, String cwd, boolean cwdGiven,
                              Map<Integer, Integer> cpuSlots) {
         out.println("# dry run: nothing is started");
         for (RankPlan rp : plan.ranks()) {
             HostEntry h = rp.host();
-            out.println("rank " + rp.rank() + " on " + h.ssh() + (h.isLocal() ? " (local)" : " (ssh)"));
+            out.println("rank " + rp.rank() + " on " + h.ssh() + (h.isLocal() ? " (local)"
+                    : startHost(h, placement).isLocal() ? " (local: --launcher local)" : " (ssh)"));
             out.println("  cwd: " + cwd + (cwdGiven ? "" : " (if it exists there)"));
             out.println("  command: " + ShellQuote.join(argv));
             if (cpuSlots.containsKey(rp.rank())) {

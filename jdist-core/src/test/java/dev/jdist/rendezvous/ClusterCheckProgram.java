@@ -12,7 +12,8 @@ import java.util.List;
 /**
  * The unchanged program the cluster-start tests run under every environment: {@code Distributed.init()} and nothing
  * else about the job. Checks all_sum, all_gather, sum_scatter and send/recv values on this rank; prints
- * {@code rank r of n: OK (backend b, source s)} and exits 0, or prints {@code FAILED: <class>: <message>} and exits 3.
+ * {@code rank r of n: OK (backend b, source s)} and {@code rank r table: <the address each rank published>} and exits
+ * 0, or prints {@code FAILED: <class>: <message>} and exits 3.
  */
 public final class ClusterCheckProgram {
 
@@ -61,7 +62,10 @@ public final class ClusterCheckProgram {
             System.out.flush();
             System.exit(1);
         }
-        System.out.println("rank " + r + " of " + n + ": OK (backend " + world.backend() + ", source " + source + ")");
+        // the addresses every rank published (what the ring connected to): multi-host tests check the interface
+        String hosts = world.jobTable().map(t -> String.join(",", t.ranks().stream().map(q -> q.host()).toList())).orElse("-");
+        System.out.print("rank " + r + " of " + n + ": OK (backend " + world.backend() + ", source " + source + ")\n"
+                + "rank " + r + " table: " + hosts + "\n");
         System.out.flush();
         Distributed.reset();
         System.exit(0);

@@ -42,6 +42,10 @@ import java.util.stream.Stream;
  * launcher's PATH and every {@code ssh HOST} it runs reaches the namespaces without touching
  * the user's ssh configuration.
  *
+ * <p>Names: inside the namespaces every alias resolves to its host's address ({@code /etc/netns/<ns>/hosts}, which
+ * {@code ip netns exec} binds over {@code /etc/hosts}; removed by close). {@link #addNetwork()} gives every host one
+ * more interface on a separate bridge, for tests of hosts with two networks.
+ *
  * <p>Sessions started by each sshd get {@code PATH=<stubDir(i)>:...}, {@code JDIST_TEST_HOST=<alias>} and
  * {@code HOME=<homeDir(i)>} (so the machine's own dotfiles do not run), so
  * {@link #putStub} can shadow system commands (system_profiler, ifconfig, ...) per host. The filesystem is
@@ -55,7 +59,9 @@ public final class NetnsCluster implements AutoCloseable {
 
     private static final AtomicInteger COUNTER = new AtomicInteger();
     private static final Pattern STALE_NETNS = Pattern.compile("^(jdist-(\\d+)x[0-9a-z]+-h\\d+)");
-    private static final Pattern STALE_BRIDGE = Pattern.compile("^\\d+: (jb(\\d+)x[0-9a-z]+)[:@]");
+    private static final Pattern STALE_BRIDGE = Pattern.compile("^\\d+: (j[bc](\\d+)x[0-9a-z]+)[:@]");
+    /** Where {@code ip netns exec NAME} finds files it binds over {@code /etc} (here: a hosts file naming the hosts). */
+    private static final Path NETNS_ETC = Path.of("/etc/netns");
     private static final Duration CMD_TIMEOUT = Duration.ofSeconds(20);
 
     private final String tag;
@@ -65,6 +71,9 @@ public final class NetnsCluster implements AutoCloseable {
     private final List<String> namespaces = new ArrayList<>();
     private final List<String> aliases = new ArrayList<>();
     private final List<Process> sshds = new ArrayList<>();
+    /** Subnets of the networks: [0] the one every cluster has (eth0), then those {@link #addNetwork()} added. */
+    private final List<Integer> subnets = new ArrayList<>();
+    private final List<String> extraBridges = new ArrayList<>();
     private final Path sshConfig;
     private final Path sshBin;
     private final Path identity;
@@ -112,7 +121,8 @@ public final class NetnsCluster implements AutoCloseable {
         this.sshBin = dir.resolve("sshbin");
         this.identity = dir.resolve("id_ed25519");
         removeStaleLeftovers();
-        this.subnet = allocateSubnetAndBridge();
+        this.subnet = allocateSubnetAndBridge(bridge);
+        subnets.add(subnet);
         this.hook = new Thread(this::close, "netns-cluster-cleanup-" + tag);
         Runtime.getRuntime().addShutdownHook(hook);
     }
@@ -143,6 +153,42 @@ public final class NetnsCluster implements AutoCloseable {
             a.add(address(i));
         }
         return a;
+    }
+
+    /**
+     * The IPv4 address of host i on network {@code net}: 0 is {@link #address(int)} ({@code eth0}), 1 the first
+     * {@link #addNetwork()} added ({@code eth1}), and so on.
+     */
+    public String address(int net, int i) {
+        return "10.222." + subnets.get(net) + "." + (10 + i);
+    }
+
+    /**
+     * Gives every host a second (third, ...) interface, {@code eth<net>}, on a bridge of its own with a free
+     * {@code 10.222.T.0/24}: host i is {@code 10.222.T.(10+i)}. Returns the network's number for {@link #address(int, int)}.
+     * The networks are separate: traffic to one host's {@code eth1} address goes over the {@code eth1} bridge.
+     */
+    public synchronized int addNetwork() {
+        int net = subnets.size();
+        String br = "jc" + tag + (net == 1 ? "" : Integer.toString(net));
+        if (br.length() > 15 || ("jw" + tag + "n" + net + "h" + (size() - 1)).length() > 15) {
+            throw new IllegalStateException("interface names too long for tag " + tag);
+        }
+        int s = allocateSubnetAndBridge(br);
+        subnets.add(s);
+        extraBridges.add(br);
+        for (int i = 0; i < size(); i++) {
+            String ns = namespace(i);
+            String veth = "jw" + tag + "n" + net + "h" + i;
+            String peer = "jq" + tag + "n" + net + "h" + i;
+            run("ip", "link", "add", veth, "type", "veth", "peer", "name", peer);
+            run("ip", "link", "set", peer, "netns", ns);
+            run("ip", "link", "set", veth, "master", br, "up");
+            run("ip", "netns", "exec", ns, "ip", "link", "set", peer, "name", "eth" + net);
+            run("ip", "netns", "exec", ns, "ip", "addr", "add", address(net, i) + "/24", "dev", "eth" + net);
+            run("ip", "netns", "exec", ns, "ip", "link", "set", "eth" + net, "up");
+        }
+        return net;
     }
 
     /** The root namespace's address on the bridge (where ssh connections come from). */
@@ -304,6 +350,7 @@ public final class NetnsCluster implements AutoCloseable {
                 run("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up");
                 run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up");
             }
+            writeHostsFiles();
             String sshd = Requirements.sshdPath().orElseThrow().toString();
             for (int i = 0; i < hosts; i++) {
                 Path log = dir.resolve("host" + i).resolve("sshd.log");
@@ -318,6 +365,23 @@ public final class NetnsCluster implements AutoCloseable {
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * Inside the namespaces the hosts' names resolve as on a cluster: {@code /etc/netns/<ns>/hosts} (which
+     * {@code ip netns exec} binds over {@code /etc/hosts} for sshd and everything started in the namespace) is this
+     * machine's {@code /etc/hosts} plus every alias with its address.
+     */
+    private void writeHostsFiles() throws IOException {
+        String base = Files.exists(Path.of("/etc/hosts")) ? Files.readString(Path.of("/etc/hosts")) : "127.0.0.1 localhost\n";
+        StringBuilder sb = new StringBuilder(base.endsWith("\n") ? base : base + "\n");
+        sb.append("# NetnsCluster ").append(tag).append('\n');
+        for (int i = 0; i < size(); i++) sb.append(address(i)).append(' ').append(hostName(i)).append('\n');
+        for (String ns : namespaces) {
+            Path d = NETNS_ETC.resolve(ns);
+            Files.createDirectories(d);
+            Files.writeString(d.resolve("hosts"), sb);
         }
     }
 
@@ -371,7 +435,7 @@ public final class NetnsCluster implements AutoCloseable {
     }
 
     /** Chooses a 10.222.S.0/24 that no interface uses and creates the bridge with 10.222.S.1, under a host-wide lock. */
-    private int allocateSubnetAndBridge() {
+    private static int allocateSubnetAndBridge(String bridge) {
         Path lockFile = Path.of(System.getProperty("java.io.tmpdir"), "jdist-netns-cluster.lock");
         try (FileChannel ch = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
              FileLock ignored = ch.lock()) {
@@ -405,6 +469,7 @@ public final class NetnsCluster implements AutoCloseable {
             if (m.find() && !pidAlive(Long.parseLong(m.group(2)))) {
                 killAllIn(m.group(1));
                 CommandResult.run(CMD_TIMEOUT, "ip", "netns", "del", m.group(1));
+                deleteRecursively(NETNS_ETC.resolve(m.group(1)));
             }
         }
         CommandResult links = CommandResult.run(CMD_TIMEOUT, "ip", "-o", "link", "show", "type", "bridge");
@@ -439,8 +504,17 @@ public final class NetnsCluster implements AutoCloseable {
         }
         for (String ns : namespaces) {
             CommandResult.run(CMD_TIMEOUT, "ip", "netns", "del", ns);
+            deleteRecursively(NETNS_ETC.resolve(ns));
+        }
+        try {
+            Files.deleteIfExists(NETNS_ETC);   // only when no other cluster's hosts file is left in it
+        } catch (IOException stillUsed) {
+            // another cluster's namespaces: theirs to remove
         }
         CommandResult.run(CMD_TIMEOUT, "ip", "link", "del", bridge);
+        for (String br : extraBridges) {
+            CommandResult.run(CMD_TIMEOUT, "ip", "link", "del", br);
+        }
         deleteRecursively(dir);
         if (hook != null && Thread.currentThread() != hook) {
             try {
