@@ -49,12 +49,17 @@ public final class JavaCommand {
 
     /** {@link #of(Class, String...)} with {@code jvmOptions} (say {@code -Xmx256m}) after jdist's flags. */
     public static List<String> of(List<String> jvmOptions, Class<?> mainClass, String... args) {
+        return command(classPath(), jvmOptions, mainClass.getName(), args);
+    }
+
+    /** {@code java <jdist's flags> <QUICK_START> JVM-OPTIONS -cp CLASS-PATH MAIN ARGS}: another class path (a built jar, say). */
+    public static List<String> command(String classPath, List<String> jvmOptions, String mainClass, String... args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(java());
         cmd.addAll(jdistJvmFlags());
         cmd.addAll(QUICK_START);
         cmd.addAll(jvmOptions);
-        cmd.addAll(List.of("-cp", classPath(), mainClass.getName()));
+        cmd.addAll(List.of("-cp", classPath, mainClass));
         cmd.addAll(List.of(args));
         return cmd;
     }
