@@ -15,7 +15,7 @@ import java.util.concurrent.TimeUnit;
  * {@code ERROR <class> rank=<r> op=<operation> deadline=<deadline> after=<ms>: <message>} and
  * {@code CLOSED <ms>} (how long close() took), and exits 3.
  */
-public final class NcclFaultMain {
+public final class NcclFaultProgram {
     public static void main(String[] args) throws Exception {
         String scenario = args[0];
         Group g = Distributed.init(true, "nccl");

@@ -16,7 +16,7 @@ import java.util.concurrent.TimeUnit;
  * <p>Arguments: {@code <stopped rank> <op>}. Prints {@code PID <rank> <pid>}, {@code FIRST OK <rank>},
  * {@code STOPPING <rank>}, and {@code RETURNED <rank>} if the operation ever returns (it must not).
  */
-public final class MpiStallMain {
+public final class MpiStallProgram {
     public static void main(String[] args) throws Exception {
         int stopped = Integer.parseInt(args[0]);
         String op = args[1];

@@ -11,7 +11,7 @@ import java.util.Random;
  * made from the seed in args[0]. Prints {@code ID <hex> <ms>} and exits 0, or {@code ERROR <class>: <message>}
  * and exits 3.
  */
-public final class BootstrapRankMain {
+public final class BootstrapRankProgram {
     public static void main(String[] args) {
         long seed = Long.parseLong(args[0]);
         long start = System.nanoTime();

@@ -10,7 +10,7 @@ import java.util.List;
  * A rank process for {@link TcpSideChannelIT}: connects the side channel, runs the typed exchanges
  * and a barrier, and prints what it received. Arguments: rank size host port timeoutMillis.
  */
-public final class SideChannelProbe {
+public final class SideChannelProgram {
     public static void main(String[] args) {
         int rank = Integer.parseInt(args[0]), size = Integer.parseInt(args[1]);
         try (TcpSideChannel ch = TcpSideChannel.connect(rank, size, args[2], Integer.parseInt(args[3]),

@@ -26,7 +26,7 @@ import java.util.concurrent.TimeUnit;
  * {@code gc} runs a full garbage collection every 20 ms throughout, so that memory of arrays nothing
  * refers to any more is released while operations run (MPI must never read or write released memory).
  */
-public final class MpiCheckMain {
+public final class MpiCheckProgram {
     private static final int[] SIZES = {1, 5, 1000, 40_000};
     private static int checks;
     private static String tag = "";

@@ -4,11 +4,13 @@ import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
 
 import java.io.File;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.stream.Stream;
 
 /**
  * Environment requirements of a test. When something is missing the test is skipped with a message
@@ -18,6 +20,7 @@ import java.util.Optional;
  * <pre>{@code
  * Requirements.require(Requirements.root(), Requirements.command("ip"), Requirements.file("/usr/sbin/sshd"));
  * Requirements.netnsCluster();   // root + ip + sshd + ssh + ssh-keygen
+ * Requirements.require(Requirements.findLibrary("libmpi.so.40").isPresent(), "Open MPI (Debian: libopenmpi-dev)");
  * }</pre>
  */
 public final class Requirements {
@@ -46,6 +49,11 @@ public final class Requirements {
         } else {
             Assumptions.abort(message);
         }
+    }
+
+    /** {@link #require(Requirement...)} for one condition: {@code whatIsMissing} names what is missing and how to get it. */
+    public static void require(boolean met, String whatIsMissing) {
+        require(() -> met ? Optional.empty() : Optional.of(whatIsMissing));
     }
 
     /** Everything {@link NetnsCluster} needs: root, {@code ip}, {@code sshd}, {@code ssh}, {@code ssh-keygen}. */
@@ -117,6 +125,27 @@ public final class Requirements {
             Path candidate = Path.of(dir, name);
             if (Files.isRegularFile(candidate) && Files.isExecutable(candidate)) {
                 return Optional.of(candidate);
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** An executable on PATH, else in {@code /usr/local/bin} or {@code /usr/bin} (a test JVM's PATH may lack them). */
+    public static Optional<Path> findExecutable(String name) {
+        return findOnPath(name).or(() -> Stream.of("/usr/local/bin", "/usr/bin").map(d -> Path.of(d, name))
+                .filter(Files::isExecutable).findFirst());
+    }
+
+    /** The real file of a shared library by file name (e.g. {@code libmpi.so.40}), searched under the usual library folders. */
+    public static Optional<Path> findLibrary(String fileName) {
+        for (String root : List.of("/usr/lib", "/usr/lib64", "/usr/local/lib", "/opt/homebrew/lib")) {
+            Path r = Path.of(root);
+            if (!Files.isDirectory(r)) continue;
+            try (Stream<Path> s = Files.find(r, 4, (p, a) -> p.getFileName().toString().equals(fileName))) {
+                Optional<Path> hit = s.findFirst();
+                if (hit.isPresent()) return Optional.of(hit.get().toRealPath());
+            } catch (IOException | RuntimeException e) {
+                // unreadable folder: keep looking elsewhere
             }
         }
         return Optional.empty();

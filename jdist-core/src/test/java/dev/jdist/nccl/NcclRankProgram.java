@@ -14,7 +14,7 @@ import java.util.Arrays;
  * runs every op on device memory. Prints {@code AVAILABLE <bool> <reason>}, then {@code OK ...} lines,
  * or {@code ERROR <class>: <message>} and exits 3.
  */
-public final class NcclRankMain {
+public final class NcclRankProgram {
     public static void main(String[] args) {
         System.out.println("AVAILABLE " + Distributed.isAvailable("nccl") + " "
                 + new NcclBackend().unavailableReason().orElse("-"));
