@@ -5,6 +5,7 @@ import dev.jdist.ConnectFailedException;
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.Liveness;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -294,6 +295,12 @@ public final class RingGroup implements GroupImpl {
         } finally {
             for (ServerSocketChannel l : listeners) RingConnector.closeQuietly(l);
         }
+    }
+
+    /** Every member is jdist: the job's liveness watch ends a waiting operation and sets the progress deadline (spec §11). */
+    @Override
+    public void useLiveness(Liveness liveness) {
+        if (transport instanceof RingTransportBase t) t.useLiveness(liveness);
     }
 
     @Override
