@@ -299,6 +299,9 @@ public final class Group implements AutoCloseable {
         queue.watch(new GroupWatch(m, impl, jobTable));
     }
 
+    /** The job's liveness watch, or null (tests). */
+    dev.jdist.liveness.LivenessMonitor monitorForTesting() { return monitor; }
+
     @Override
     public void close() {
         queue.close();

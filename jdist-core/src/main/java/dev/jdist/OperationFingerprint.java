@@ -47,6 +47,19 @@ public final class OperationFingerprint {
         this.peer = peer;
     }
 
+    /**
+     * A fingerprint built from its parts (tools that read recorded operations, tests); {@code operation} is MLX's name
+     * ({@code all_sum}, ..., {@code split}).
+     */
+    public static OperationFingerprint of(long sequence, long collective, String operation, DType dtype, int[] shape, int peer) {
+        for (OperationTrace.Kind k : OperationTrace.Kind.values()) {
+            if (k.mlxName.equals(operation)) {
+                return new OperationFingerprint(sequence, collective, k, dtype, shape == null ? null : shape.clone(), peer);
+            }
+        }
+        throw new IllegalArgumentException("unknown operation '" + operation + "'");
+    }
+
     private static long elementsOf(int[] shape) {
         if (shape == null) return 0;
         long e = 1;

@@ -83,6 +83,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
     private volatile Reason own;
     private volatile Map<Integer, OperationFingerprint> mismatchCalls = Map.of();
     private long reportedWait = -1;                 // watch thread only
+    private long mismatchSeen;                      // watch thread only: when a mismatch was first seen, or 0
 
     /** What this rank knows of one peer; written by the watch's thread, read by any. */
     private static final class Peer {
@@ -338,7 +339,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
             listeners.clear();
         }
         if (r.origin() == rank && r.kind() != Reason.Kind.CONNECTION && r.kind() != Reason.Kind.FAILED) {
-            System.err.println("jdist rank " + rank + ": " + exceptionFor(r, null, null).getMessage());
+            System.err.println("jdist " + exceptionFor(r, null, null).getMessage());
         }
         for (Consumer<DistributedException> l : toRun) {
             try {
@@ -497,7 +498,13 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
             known.put(rank, Arrays.asList(running, finished));
             for (int q = 0; q < size; q++) if (q != rank) known.put(q, Arrays.asList(peers[q].running, peers[q].last));
             Map<Integer, OperationFingerprint> calls = Diagnosis.mismatch(known, false);
-            if (!calls.isEmpty()) mismatch(calls, "");
+            if (calls.isEmpty()) {
+                mismatchSeen = 0;
+            } else if (mismatchSeen == 0) {
+                mismatchSeen = now;   // wait a moment for the other ranks' reports of this collective, for a complete message
+            } else if (calls.size() == size || now - mismatchSeen > settings.interval().toNanos() * 3 / 2) {
+                mismatch(calls, "");
+            }
         }
         if (running != null && running.sequence() != reportedWait && now - activity.changedAtNanos() > waitReportNanos
                 && declared == null) {
