@@ -45,11 +45,15 @@ public class DistributedException extends RuntimeException {
     /** The failed operation's sequence number in its group (from 0, in issue order; the same operation has the same number on every rank). */
     public OptionalLong sequence() { return sequence < 0 ? OptionalLong.empty() : OptionalLong.of(sequence); }
 
-    /** The facts of the operation this error ended, where the backend left them unset (called by {@link OperationQueue}). */
+    /**
+     * The facts of the operation this error ended (called by {@link OperationQueue}): the group, the sequence number and
+     * the call as the group describes it ({@code all_sum float32[1024]}, more than a backend knows); the rank where the
+     * backend left it unset.
+     */
     final void fillIn(int rank, String group, long sequence, String operation) {
         if (this.rank < 0) this.rank = rank;
         if (this.group == null) this.group = group;
         if (this.sequence < 0) this.sequence = sequence;
-        if (this.operation == null) this.operation = operation;
+        this.operation = operation;
     }
 }

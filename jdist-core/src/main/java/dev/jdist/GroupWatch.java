@@ -38,8 +38,10 @@ final class GroupWatch implements OperationQueue.Watch {
         } else if (!calls.containsKey(op.peer())) {
             absent.append(op.peer());
         }
-        throw monitor.mismatch(calls, absent.isEmpty() ? "" : "; rank(s) " + absent + " sent no fingerprint (in a "
-                + (op.isCollective() ? "send or recv" : "collective") + ", or another operation, instead)");
+        String note = absent.isEmpty() ? "" : "; rank(s) " + absent + " sent no fingerprint (in a "
+                + (op.isCollective() ? "send or recv" : "collective") + ", or another operation, instead)";
+        if (op.isCollective() && earlierDiffer) note += ", but their earlier collectives differ (a rank called another or an extra one before)";
+        throw monitor.mismatch(calls, note);
     }
 
     /** Every rank's fingerprint, all-gathered; empty when all are the same call at the same collective number. */
@@ -48,6 +50,7 @@ final class GroupWatch implements OperationQueue.Watch {
         byte[] all = exchange(mine.encode(), n);
         Map<Integer, OperationFingerprint> calls = new TreeMap<>();
         boolean same = true;
+        boolean sameHistory = true;
         for (int q = 0; q < n; q++) {
             OperationFingerprint f = OperationFingerprint.decode(all, q * OperationFingerprint.BYTES);
             if (f == null) {
@@ -56,11 +59,16 @@ final class GroupWatch implements OperationQueue.Watch {
             }
             calls.put(q, f);
             same &= f.collective() == mine.collective() && f.sameCall(mine, true);
+            sameHistory &= f.history() == mine.history();
         }
-        if (same) return Map.of();
+        earlierDiffer = same && !sameHistory;
+        if (same && sameHistory) return Map.of();
         calls.put(impl.rank(), mine);
         return calls;
     }
+
+    /** Set by the last {@link #compareCollective}: the calls agree, the collectives before them do not. */
+    private boolean earlierDiffer;
 
     private byte[] exchange(byte[] mine, int n) {
         Array out = Array.zeros(DType.UINT8, mine.length * n);

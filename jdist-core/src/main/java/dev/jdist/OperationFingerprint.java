@@ -30,13 +30,15 @@ public final class OperationFingerprint {
     private final int shapeHash;    // of the whole shape, also when decoded
     private final long elements;
     private final int peer;
+    private final int history;
 
-    OperationFingerprint(long sequence, long collective, OperationTrace.Kind kind, DType dtype, int[] shape, int peer) {
-        this(sequence, collective, kind, dtype, shape, shape == null ? 0 : Arrays.hashCode(shape), elementsOf(shape), peer);
+    OperationFingerprint(long sequence, long collective, OperationTrace.Kind kind, DType dtype, int[] shape, int peer, int previous) {
+        this(sequence, collective, kind, dtype, shape, shape == null ? 0 : Arrays.hashCode(shape), elementsOf(shape), peer,
+                previous);
     }
 
     private OperationFingerprint(long sequence, long collective, OperationTrace.Kind kind, DType dtype, int[] shape, int shapeHash,
-                                 long elements, int peer) {
+                                 long elements, int peer, int history, boolean decoded) {
         this.sequence = sequence;
         this.collective = collective;
         this.kind = kind;
@@ -45,7 +47,38 @@ public final class OperationFingerprint {
         this.shapeHash = shapeHash;
         this.elements = elements;
         this.peer = peer;
+        this.history = history;
     }
+
+    private OperationFingerprint(long sequence, long collective, OperationTrace.Kind kind, DType dtype, int[] shape, int shapeHash,
+                                 long elements, int peer, int previous) {
+        this.sequence = sequence;
+        this.collective = collective;
+        this.kind = kind;
+        this.dtype = dtype;
+        this.shape = shape;
+        this.shapeHash = shapeHash;
+        this.elements = elements;
+        this.peer = peer;
+        this.history = isCollective() ? chain(previous, kind, dtype, elements) : previous;
+    }
+
+    /** The digest of the collectives up to one of {@code kind, dtype, elements}, after {@code previous} (FNV-1a style). */
+    private static int chain(int previous, OperationTrace.Kind kind, DType dtype, long elements) {
+        int h = previous ^ 0x811C9DC5;
+        h = (h ^ kind.ordinal()) * 0x01000193;
+        h = (h ^ (dtype == null ? 0xFF : dtype.ordinal())) * 0x01000193;
+        h = (h ^ (int) elements) * 0x01000193;
+        h = (h ^ (int) (elements >>> 32)) * 0x01000193;
+        return h;
+    }
+
+    /**
+     * A digest of this rank's collectives up to and including this operation (each one's operation, dtype and element
+     * count): ranks whose digests differ at the same collective number called different collectives at or before it,
+     * even when the differing call is too far back to be seen.
+     */
+    public int history() { return history; }
 
     /**
      * A fingerprint built from its parts (tools that read recorded operations, tests); {@code operation} is MLX's name
@@ -54,7 +87,7 @@ public final class OperationFingerprint {
     public static OperationFingerprint of(long sequence, long collective, String operation, DType dtype, int[] shape, int peer) {
         for (OperationTrace.Kind k : OperationTrace.Kind.values()) {
             if (k.mlxName.equals(operation)) {
-                return new OperationFingerprint(sequence, collective, k, dtype, shape == null ? null : shape.clone(), peer);
+                return new OperationFingerprint(sequence, collective, k, dtype, shape == null ? null : shape.clone(), peer, 0);
             }
         }
         throw new IllegalArgumentException("unknown operation '" + operation + "'");
@@ -127,8 +160,8 @@ public final class OperationFingerprint {
 
     /**
      * The fingerprint as {@link #BYTES} little-endian bytes: magic "JDFP", version, operation, dtype, number of axes,
-     * collective number, sequence number, element count, peer, the first four axes, a hash of the whole shape and a
-     * CRC-32 of the rest.
+     * collective number, sequence number, element count, peer, the first four axes, a hash of the whole shape, the
+     * {@link #history()} digest and a CRC-32 of the rest.
      */
     public byte[] encode() {
         ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
@@ -137,7 +170,7 @@ public final class OperationFingerprint {
         b.putLong(collective).putLong(sequence).putLong(elements).putInt(peer);
         for (int i = 0; i < DIMS_ENCODED; i++) b.putInt(shape != null && i < shape.length ? shape[i] : 0);
         b.putInt(shapeHash);
-        b.putInt(0);   // reserved
+        b.putInt(history);
         CRC32 crc = new CRC32();
         crc.update(b.array(), 0, BYTES - 4);
         b.putInt((int) crc.getValue());
@@ -170,6 +203,6 @@ public final class OperationFingerprint {
             for (int i = 0; i < ndim; i++) shape[i] = i < DIMS_ENCODED ? b.getInt(36 + 4 * i) : -1;
         }
         return new OperationFingerprint(sequence, collective, kinds[kindCode], dtypeCode == 0 ? null : DType.values()[dtypeCode - 1],
-                shape, b.getInt(52), elements, peer);
+                shape, b.getInt(52), elements, peer, b.getInt(56), true);
     }
 }

@@ -56,6 +56,11 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
 
     private volatile long runningTicket = -1;   // the running operation's ticket, for currentSequence()
     private long collectives;                    // collectives run so far; touched only by the operation whose turn it is
+    private int history;                         // the digest of those collectives (OperationFingerprint.history())
+    /** The last {@value #RECENT} collectives, at their number mod RECENT: heartbeats carry them, so ranks compare more than a sample. */
+    static final int RECENT = 8;
+    private final java.util.concurrent.atomic.AtomicReferenceArray<OperationFingerprint> recent =
+            new java.util.concurrent.atomic.AtomicReferenceArray<>(RECENT);
     private volatile OperationFingerprint current;
     private volatile OperationFingerprint lastCompleted;
     private volatile long changedAt = System.nanoTime();
@@ -198,8 +203,12 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
     private OperationFingerprint fingerprint(long ticket, OperationTrace.Kind kind, DType dtype, int[] shape, long bytes, int peer) {
         if (shape == null && dtype != null) shape = new int[] {(int) Math.min(Integer.MAX_VALUE, bytes / dtype.itemSize())};
         boolean collective = kind != OperationTrace.Kind.SEND && kind != OperationTrace.Kind.RECV;
-        OperationFingerprint f = new OperationFingerprint(ticket, collectives, kind, dtype, shape, peer);
-        if (collective) collectives++;
+        OperationFingerprint f = new OperationFingerprint(ticket, collectives, kind, dtype, shape, peer, history);
+        if (collective) {
+            recent.lazySet((int) (collectives % RECENT), f);
+            collectives++;
+            history = f.history();
+        }
         return f;
     }
 
@@ -214,6 +223,16 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
 
     @Override
     public long changedAtNanos() { return changedAt; }
+
+    @Override
+    public java.util.List<OperationFingerprint> recentCollectives() {
+        java.util.List<OperationFingerprint> out = new java.util.ArrayList<>(RECENT);
+        for (int i = 0; i < RECENT; i++) {
+            OperationFingerprint f = recent.get(i);
+            if (f != null) out.add(f);
+        }
+        return out;
+    }
 
     /** Operations issued after this fail; those already issued still run in order. */
     @Override

@@ -4,7 +4,26 @@ import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-class OperationFingerprintTest {
+public class OperationFingerprintTest {
+
+    /** {@code f} with another history digest (as a rank that called other collectives before would have). */
+    public static OperationFingerprint withHistory(OperationFingerprint f, int previous) {
+        return new OperationFingerprint(f.sequence(), f.collective(), f.kind(), f.dtype(), f.shape(), f.peer(), previous);
+    }
+
+    @Test
+    void theHistoryDigestFollowsTheCollectivesNotTheSendsAndReceives() {
+        OperationFingerprint a = new OperationFingerprint(0, 0, OperationTrace.Kind.ALL_SUM, DType.FLOAT32, new int[] {4}, -1, 0);
+        OperationFingerprint s = new OperationFingerprint(1, 1, OperationTrace.Kind.SEND, DType.FLOAT32, new int[] {4}, 1, a.history());
+        OperationFingerprint b = new OperationFingerprint(2, 1, OperationTrace.Kind.ALL_SUM, DType.FLOAT32, new int[] {4}, -1, s.history());
+        OperationFingerprint c = new OperationFingerprint(1, 1, OperationTrace.Kind.ALL_SUM, DType.FLOAT32, new int[] {4}, -1, a.history());
+        assertThat(s.history()).isEqualTo(a.history());
+        assertThat(b.history()).isEqualTo(c.history()).isNotEqualTo(a.history());
+        OperationFingerprint other = new OperationFingerprint(0, 0, OperationTrace.Kind.ALL_MAX, DType.FLOAT32, new int[] {4}, -1, 0);
+        assertThat(new OperationFingerprint(1, 1, OperationTrace.Kind.ALL_SUM, DType.FLOAT32, new int[] {4}, -1, other.history()).history())
+                .isNotEqualTo(c.history());
+        assertThat(OperationFingerprint.decode(b.encode(), 0).history()).isEqualTo(b.history());
+    }
 
     @Test
     void describesTheCallAsMessagesShowIt() {

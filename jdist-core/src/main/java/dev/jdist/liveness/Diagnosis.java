@@ -30,12 +30,19 @@ public final class Diagnosis {
                        long sinceMs, boolean left) {}
 
     /**
-     * The calls of the first collective number at which the ranks' known calls differ (rank → call), or an empty map.
-     * {@code known} holds, per rank, the collectives it is known to have called (running or finished); each (rank,
-     * collective number) names one call, so reports heard at different times can be compared. {@code strict} compares
-     * shapes, otherwise element counts ({@link OperationFingerprint#sameCall}).
+     * A mismatch: the calls of the ranks at one collective number (rank → call), and a note when those calls are alike
+     * and the difference lies further back (their {@link OperationFingerprint#history()} digests differ).
      */
-    public static Map<Integer, OperationFingerprint> mismatch(Map<Integer, List<OperationFingerprint>> known, boolean strict) {
+    public record Mismatch(Map<Integer, OperationFingerprint> calls, String note) {}
+
+    /**
+     * The first collective number at which the ranks' known calls differ, or null. {@code known} holds, per rank, the
+     * collectives it is known to have called (running, finished, recent; nulls ignored); each (rank, collective number)
+     * names one call, so reports heard at different times can be compared. {@code strict} compares shapes, otherwise
+     * element counts ({@link OperationFingerprint#sameCall}). When every known call agrees but two ranks' digests of the
+     * collectives before a number differ, the calls at that number come back with a note saying so.
+     */
+    public static Mismatch mismatch(Map<Integer, List<OperationFingerprint>> known, boolean strict) {
         TreeMap<Long, Map<Integer, OperationFingerprint>> byNumber = new TreeMap<>();
         known.forEach((rank, calls) -> {
             for (OperationFingerprint f : calls) {
@@ -46,10 +53,21 @@ public final class Diagnosis {
             OperationFingerprint first = null;
             for (OperationFingerprint f : calls.values()) {
                 if (first == null) first = f;
-                else if (!first.sameCall(f, strict)) return calls;
+                else if (!first.sameCall(f, strict)) return new Mismatch(calls, "");
             }
         }
-        return Map.of();
+        for (Map.Entry<Long, Map<Integer, OperationFingerprint>> e : byNumber.entrySet()) {
+            Map<Integer, OperationFingerprint> calls = e.getValue();
+            Map<Integer, List<Integer>> byDigest = new TreeMap<>();
+            calls.forEach((rank, f) -> byDigest.computeIfAbsent(f.history(), h -> new ArrayList<>()).add(rank));
+            if (byDigest.size() > 1) {
+                List<String> sides = new ArrayList<>();
+                for (List<Integer> ranks : byDigest.values()) sides.add(ranks(ranks));
+                return new Mismatch(calls, ", but their earlier collectives differ (" + String.join(" / ", sides) + " called different "
+                        + "collectives, or a different number of them, before collective #" + e.getKey() + ")");
+            }
+        }
+        return null;
     }
 
     /**

@@ -22,11 +22,13 @@ import java.util.Arrays;
  * <pre>
  * record    "JDLR" | version u8 | flags u8 (bit 0 heartbeat on, bit 1 JDIST_DEBUG=detail) | 0 u16 | port u32
  *           | heartbeat ms u64 | incarnation u64 | 0 u32                                                     32 bytes
- * datagram  "JDLV" | version u8 | type u8 (1 beat, 2 leave) | flags u8 (bit 0 running, bit 1 last, bit 2 reason) | 0 u8
+ * datagram  "JDLV" | version u8 | type u8 (1 beat, 2 leave) | flags u8 (bit 0 running, bit 1 last, bit 2 reason,
+ *           bit 3 recent) | 0 u8
  *           | rank u32 | incarnation u64 | sequence u64 | ms since the running/last operation changed u32
  *           | [running fingerprint (64)] | [last completed fingerprint (64)]
+ *           | [recent collectives: count u8 (at most 8) | fingerprints (64 each)]
  *           | [reason: kind u8 | state u8 | origin u32 | subject i32 | silence ms u32 | class (u8 length + UTF-8)
- *              | text (u16 length + UTF-8, at most 600 bytes)]
+ *              | text (u16 length + UTF-8, at most 400 bytes)]
  *           | HMAC-SHA256(key, everything before)[0..16)
  * </pre>
  */
@@ -34,7 +36,8 @@ final class HeartbeatWire {
     static final int RECORD_BYTES = 32;
     static final int BEAT = 1;
     static final int LEAVE = 2;
-    static final int MAX_DATAGRAM = 1400;
+    /** Under the 1472 bytes of UDP payload a 1500-byte Ethernet frame carries: a heartbeat is never fragmented. */
+    static final int MAX_DATAGRAM = 1450;
     private static final int RECORD_MAGIC = 0x4A444C52;   // "JDLR"
     private static final int MAGIC = 0x4A444C56;          // "JDLV"
     private static final int VERSION = 1;
@@ -45,7 +48,11 @@ final class HeartbeatWire {
 
     /** A decoded datagram. */
     record Beat(int type, int rank, long incarnation, long sequence, int sinceMs, OperationFingerprint running,
-                OperationFingerprint last, Reason reason) {}
+                OperationFingerprint last, java.util.List<OperationFingerprint> recent, Reason reason) {
+        Beat {
+            recent = recent == null ? java.util.List.of() : recent;
+        }
+    }
 
     private final Mac mac;
     private final byte[] macOut = new byte[32];
@@ -107,17 +114,23 @@ final class HeartbeatWire {
 
     synchronized byte[] encode(Beat beat) {
         ByteBuffer b = ByteBuffer.allocate(MAX_DATAGRAM).order(ByteOrder.BIG_ENDIAN);
-        int flags = (beat.running() != null ? 1 : 0) | (beat.last() != null ? 2 : 0) | (beat.reason() != null ? 4 : 0);
+        int flags = (beat.running() != null ? 1 : 0) | (beat.last() != null ? 2 : 0) | (beat.reason() != null ? 4 : 0)
+                | (beat.recent().isEmpty() ? 0 : 8);
         b.putInt(MAGIC).put((byte) VERSION).put((byte) beat.type()).put((byte) flags).put((byte) 0);
         b.putInt(beat.rank()).putLong(beat.incarnation()).putLong(beat.sequence()).putInt(beat.sinceMs());
         if (beat.running() != null) b.put(beat.running().encode());
         if (beat.last() != null) b.put(beat.last().encode());
+        if (!beat.recent().isEmpty()) {
+            int count = Math.min(8, beat.recent().size());
+            b.put((byte) count);
+            for (int i = 0; i < count; i++) b.put(beat.recent().get(i).encode());
+        }
         Reason r = beat.reason();
         if (r != null) {
             b.put((byte) r.kind().ordinal()).put((byte) r.state().ordinal()).putInt(r.origin()).putInt(r.subject())
                     .putInt((int) Math.min(Integer.MAX_VALUE, r.silenceMs()));
             byte[] cls = r.errorClass().getBytes(StandardCharsets.UTF_8);
-            b.put((byte) Math.min(255, cls.length)).put(cls, 0, Math.min(255, cls.length));
+            b.put((byte) Math.min(64, cls.length)).put(cls, 0, Math.min(64, cls.length));
             byte[] text = Reason.clip(r.text()).getBytes(StandardCharsets.UTF_8);
             b.putShort((short) text.length).put(text);
         }
@@ -154,6 +167,14 @@ final class HeartbeatWire {
             int since = b.getInt();
             OperationFingerprint running = (flags & 1) != 0 ? fingerprint(buf, b) : null;
             OperationFingerprint last = (flags & 2) != 0 ? fingerprint(buf, b) : null;
+            java.util.List<OperationFingerprint> recent = new java.util.ArrayList<>();
+            if ((flags & 8) != 0) {
+                int count = b.get() & 0xFF;
+                for (int i = 0; i < count; i++) {
+                    OperationFingerprint f = fingerprint(buf, b);
+                    if (f != null) recent.add(f);
+                }
+            }
             Reason reason = null;
             if ((flags & 4) != 0) {
                 Reason.Kind[] kinds = Reason.Kind.values();
@@ -172,7 +193,7 @@ final class HeartbeatWire {
                         new String(text, StandardCharsets.UTF_8));
             }
             if (type != BEAT && type != LEAVE) return null;
-            return new Beat(type, rank, incarnation, sequence, since, running, last, reason);
+            return new Beat(type, rank, incarnation, sequence, since, running, last, recent, reason);
         } catch (java.nio.BufferUnderflowException e) {
             return null;
         }

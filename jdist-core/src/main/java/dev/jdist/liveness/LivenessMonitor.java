@@ -92,6 +92,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         long incarnation;
         volatile OperationFingerprint running;
         volatile OperationFingerprint last;
+        volatile List<OperationFingerprint> recent = List.of();
         volatile long sinceMs;
         volatile boolean left;
         volatile Reason notice;
@@ -463,6 +464,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         }
         p.running = beat.running();
         p.last = beat.last();
+        p.recent = beat.recent();
         p.sinceMs = beat.sinceMs();
         Reason r = beat.reason();
         if (r != null) {
@@ -495,15 +497,15 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         OperationFingerprint finished = activity.lastCompleted();
         if (declared == null) {
             Map<Integer, List<OperationFingerprint>> known = new TreeMap<>();
-            known.put(rank, Arrays.asList(running, finished));
-            for (int q = 0; q < size; q++) if (q != rank) known.put(q, Arrays.asList(peers[q].running, peers[q].last));
-            Map<Integer, OperationFingerprint> calls = Diagnosis.mismatch(known, false);
-            if (calls.isEmpty()) {
+            known.put(rank, withRecent(running, finished, activity.recentCollectives()));
+            for (int q = 0; q < size; q++) if (q != rank) known.put(q, withRecent(peers[q].running, peers[q].last, peers[q].recent));
+            Diagnosis.Mismatch found = Diagnosis.mismatch(known, false);
+            if (found == null) {
                 mismatchSeen = 0;
             } else if (mismatchSeen == 0) {
                 mismatchSeen = now;   // wait a moment for the other ranks' reports of this collective, for a complete message
-            } else if (calls.size() == size || now - mismatchSeen > settings.interval().toNanos() * 3 / 2) {
-                mismatch(calls, "");
+            } else if (found.calls().size() == size || now - mismatchSeen > settings.interval().toNanos() * 3 / 2) {
+                mismatch(found.calls(), found.note());
             }
         }
         if (running != null && running.sequence() != reportedWait && now - activity.changedAtNanos() > waitReportNanos
@@ -521,6 +523,15 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         }
     }
 
+    private static List<OperationFingerprint> withRecent(OperationFingerprint running, OperationFingerprint last,
+                                                        List<OperationFingerprint> recent) {
+        List<OperationFingerprint> all = new ArrayList<>(recent.size() + 2);
+        all.add(running);
+        all.add(last);
+        all.addAll(recent);
+        return all;
+    }
+
     /** A heartbeat to every peer that has not left: alive, what this rank does, why its group broke (if it did). */
     private void sendBeats(long now) {
         if (socket == null || addresses == null) return;
@@ -528,7 +539,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         Reason r = own != null ? own : declared;
         byte[] bytes = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.BEAT, rank, incarnation, sequence.incrementAndGet(),
                 (int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(t - activity.changedAtNanos())),
-                activity.running(), activity.lastCompleted(), r));
+                activity.running(), activity.lastCompleted(), activity.recentCollectives(), r));
         sendToAll(bytes);
     }
 
@@ -548,7 +559,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         if (socket == null || addresses == null || socket.isClosed()) return;
         for (int i = 0; i < 2; i++) {
             sendToAll(wire.encode(new HeartbeatWire.Beat(HeartbeatWire.LEAVE, rank, incarnation, sequence.incrementAndGet(), 0,
-                    null, null, null)));
+                    null, null, null, null)));
         }
     }
 

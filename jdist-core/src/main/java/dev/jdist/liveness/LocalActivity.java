@@ -11,6 +11,9 @@ public interface LocalActivity {
     /** The last operation that finished, or null. */
     OperationFingerprint lastCompleted();
 
+    /** The last few collectives started (running or finished), any order. */
+    java.util.List<OperationFingerprint> recentCollectives();
+
     /** {@link System#nanoTime()} when {@link #running()} or {@link #lastCompleted()} last changed. */
     long changedAtNanos();
 }

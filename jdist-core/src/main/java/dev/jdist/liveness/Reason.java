@@ -32,7 +32,7 @@ record Reason(Kind kind, int origin, int subject, PeerUnresponsiveException.Stat
     }
 
     /** Longest text carried in a heartbeat (UTF-8 bytes). */
-    static final int MAX_TEXT = 600;
+    static final int MAX_TEXT = 400;
 
     Reason {
         if (text == null) text = "";
@@ -59,7 +59,7 @@ record Reason(Kind kind, int origin, int subject, PeerUnresponsiveException.Stat
     static Reason ofOwnFailure(int rank, DistributedException e) {
         if (e instanceof PeerLostException p) {
             if (p.peer().isPresent() && p.peer().getAsInt() != rank) {
-                return new Reason(Kind.CONNECTION, rank, p.peer().getAsInt(), null, 0, "", clip(e.getMessage()));
+                return new Reason(Kind.CONNECTION, rank, p.peer().getAsInt(), null, 0, "", clip(firstSentence(e.getMessage())));
             }
             return new Reason(Kind.FAILED, rank, -1, null, 0, e.getClass().getSimpleName(), clip(e.getMessage()));
         }
@@ -71,6 +71,13 @@ record Reason(Kind kind, int origin, int subject, PeerUnresponsiveException.Stat
 
     /** Whether this is a cause in itself, not a failure that may have travelled from elsewhere. */
     boolean definitive() { return kind != Kind.CONNECTION; }
+
+    /** Up to the first ". " (a backend's account of a lost connection, without its advice). */
+    static String firstSentence(String s) {
+        if (s == null) return "";
+        int end = s.indexOf(". ");
+        return end < 0 ? s : s.substring(0, end);
+    }
 
     static String clip(String s) {
         if (s == null) return "";

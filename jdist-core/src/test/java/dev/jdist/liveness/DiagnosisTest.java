@@ -24,7 +24,7 @@ class DiagnosisTest {
         known.put(1, Arrays.asList(op(1834, "all_gather", DType.INT32, 12), null));
         known.put(2, Arrays.asList(op(1834, "all_sum", DType.FLOAT32, 1024), op(1833, "all_sum", DType.FLOAT32, 1024)));
         known.put(3, Arrays.asList(null, op(1834, "all_gather", DType.INT32, 12)));
-        Map<Integer, OperationFingerprint> calls = Diagnosis.mismatch(known, false);
+        Map<Integer, OperationFingerprint> calls = Diagnosis.mismatch(known, false).calls();
         assertThat(calls).containsOnlyKeys(0, 1, 2, 3);
         assertThat(Diagnosis.mismatchText(calls))
                 .isEqualTo("rank 2 is in all_sum float32[1024] #1834; ranks 0, 1, 3 are in all_gather int32[12] #1834");
@@ -36,7 +36,7 @@ class DiagnosisTest {
         known.put(0, Arrays.asList(op(7, "all_sum", DType.FLOAT32, 4), op(6, "all_max", DType.INT8, 2)));
         known.put(1, Arrays.asList(op(6, "all_max", DType.INT8, 2), op(5, "all_gather", DType.FLOAT32, 1)));
         known.put(2, Arrays.asList(null, op(7, "all_sum", DType.FLOAT32, 4)));
-        assertThat(Diagnosis.mismatch(known, false)).isEmpty();
+        assertThat(Diagnosis.mismatch(known, false)).isNull();
     }
 
     @Test
@@ -44,7 +44,7 @@ class DiagnosisTest {
         Map<Integer, List<OperationFingerprint>> known = new TreeMap<>();
         known.put(0, List.of(OperationFingerprint.of(3, 2, "send", DType.FLOAT32, new int[] {8}, 1)));
         known.put(2, List.of(op(2, "all_sum", DType.FLOAT32, 4)));
-        assertThat(Diagnosis.mismatch(known, false)).isEmpty();
+        assertThat(Diagnosis.mismatch(known, false)).isNull();
     }
 
     @Test
@@ -52,8 +52,22 @@ class DiagnosisTest {
         Map<Integer, List<OperationFingerprint>> known = new TreeMap<>();
         known.put(0, List.of(op(1, "all_sum", DType.FLOAT32, 2, 3)));
         known.put(1, List.of(op(1, "all_sum", DType.FLOAT32, 6)));
-        assertThat(Diagnosis.mismatch(known, false)).isEmpty();
-        assertThat(Diagnosis.mismatch(known, true)).containsOnlyKeys(0, 1);
+        assertThat(Diagnosis.mismatch(known, false)).isNull();
+        assertThat(Diagnosis.mismatch(known, true).calls()).containsOnlyKeys(0, 1);
+    }
+
+    @Test
+    void aDifferenceFurtherBackThanTheReportsIsFoundThroughTheDigests() {
+        // two ranks with the same calls at collective 57, but one called an extra all_max long before: their digests differ
+        OperationFingerprint a = op(57, "all_sum", DType.FLOAT32, 4);
+        OperationFingerprint b = dev.jdist.OperationFingerprintTest.withHistory(a, 12345);
+        Map<Integer, List<OperationFingerprint>> known = new TreeMap<>();
+        known.put(0, List.of(a));
+        known.put(1, List.of(a));
+        known.put(2, List.of(b));
+        Diagnosis.Mismatch m = Diagnosis.mismatch(known, false);
+        assertThat(m.calls()).containsOnlyKeys(0, 1, 2);
+        assertThat(m.note()).contains("earlier collectives differ").contains("ranks 0, 1 / rank 2").contains("#57");
     }
 
     @Test

@@ -41,6 +41,7 @@ class LivenessMonitorTest {
         @Override public OperationFingerprint running() { return running; }
         @Override public OperationFingerprint lastCompleted() { return last; }
         @Override public long changedAtNanos() { return changed; }
+        @Override public List<OperationFingerprint> recentCollectives() { return List.of(); }
     }
 
     /** n watches started together; {@code env} for all. */
