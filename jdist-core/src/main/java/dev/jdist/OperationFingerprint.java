@@ -16,7 +16,7 @@ import java.util.zip.CRC32;
  * differ. A fingerprint travels between jdist ranks as {@link #BYTES} bytes ({@link #encode}).
  */
 public final class OperationFingerprint {
-    /** The encoded size (docs/reference/collectives.md §12.2). */
+    /** The encoded size (docs/reference/collectives.md §12.1). */
     public static final int BYTES = 64;
     private static final int MAGIC = 0x4A444650;   // "JDFP"
     private static final int VERSION = 1;
