@@ -141,7 +141,22 @@ public final class Distributed {
                 throw e;
             }
         }
-        return new Group(impl, OperationTrace.WORLD, table, null);
+        if (table == null && "detail".equalsIgnoreCase(env.getOrDefault("JDIST_DEBUG", "").strip()) && impl.size() > 1) {
+            System.err.println("jdist: JDIST_DEBUG=detail compares operations only between jdist ranks (a job token, or a job "
+                    + "met through a rendezvous); this " + name + " group may hold MLX peers, so its operations are not compared");
+        }
+        return watched(new Group(impl, OperationTrace.WORLD, table, null), env);
+    }
+
+    /** Starts the liveness watch of a group whose members are all jdist (docs/reliability.md); closes the group on failure. */
+    private static Group watched(Group group, Map<String, String> env) {
+        try {
+            group.watchMembers(env);
+            return group;
+        } catch (RuntimeException | Error e) {
+            group.close();
+            throw e;
+        }
     }
 
     private static Group cache(String name, Group group) {
@@ -196,7 +211,7 @@ public final class Distributed {
                             throw e;
                         }
                     }
-                    return new Group(g, OperationTrace.WORLD, table, rv);
+                    return watched(new Group(g, OperationTrace.WORLD, table, rv), rv.env());
                 }
                 declined.add(name + (b.unavailableReason().map(r -> " (" + r + ")").orElse("")));
             }

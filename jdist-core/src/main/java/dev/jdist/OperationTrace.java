@@ -54,6 +54,8 @@ final class OperationTrace {
 
     String group() { return group; }
 
+    int rank() { return rank; }
+
     /** Whether the JVM has JDK Flight Recorder (a runtime image made with jlink may leave out jdk.jfr). */
     private static final boolean JFR = ModuleLayer.boot().findModule("jdk.jfr").isPresent();
 

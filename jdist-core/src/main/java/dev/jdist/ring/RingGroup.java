@@ -16,6 +16,7 @@ import dev.jdist.mesh.MeshTransport;
 import dev.jdist.mesh.PeerMesh;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.JobTable;
+import dev.jdist.spi.Liveness;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -487,6 +488,12 @@ public final class RingGroup implements GroupImpl {
                     + "rendezvous), so it runs MLX's ring and cannot choose algorithms");
         }
         m.policy = policy;
+    }
+
+    /** Every member is jdist: the job's liveness watch ends a waiting operation and sets the progress deadline (spec §11). */
+    @Override
+    public void useLiveness(Liveness liveness) {
+        if (transport instanceof RingTransportBase t) t.useLiveness(liveness);
     }
 
     @Override

@@ -51,6 +51,14 @@ public interface GroupImpl extends AutoCloseable {
      */
     default void membersAreJdist(JobTable table, Map<String, String> env) {}
 
+    /**
+     * jdist-internal: every member is jdist and the job's liveness watch runs (docs/reliability.md). A backend that
+     * implements this consults {@code liveness} while it waits, so that a lost peer or a failure elsewhere ends the wait
+     * within {@code JDIST_HEARTBEAT}, and waits for progress up to {@link Liveness#progressDeadline()}. Called once,
+     * before the first user operation; the default ignores it (operations then end only at their own deadline).
+     */
+    default void useLiveness(Liveness liveness) {}
+
     /** Releases sockets, threads and native resources. Idempotent. */
     @Override
     void close();
