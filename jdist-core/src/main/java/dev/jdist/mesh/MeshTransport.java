@@ -74,7 +74,7 @@ public final class MeshTransport {
             }
         } catch (DistributedException e) {
             mesh.breakWith(e);
-            throw e;
+            throw mesh.explain(e);
         } catch (RuntimeException | Error e) {
             // anything unexpected mid-operation leaves the byte streams out of step: the group cannot go on
             mesh.breakWith(new PeerLostException("rank " + rank + ": " + opName + " failed unexpectedly (" + e
@@ -150,6 +150,7 @@ public final class MeshTransport {
                 throw new PeerLostException("rank " + rank + ": " + opName + " was interrupted in the middle of the operation; "
                         + "the members' byte streams are now out of step, so the group is closed");
             }
+            mesh.checkAborted();
             mesh.await((wait + 999_999) / 1_000_000, opName);
         }
     }
@@ -170,7 +171,15 @@ public final class MeshTransport {
     private PeerLostException lost(String opName, PeerConnection c, String direction, String why, Throwable cause) {
         return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + c.describe() + " while "
                 + direction + ": " + why + ". Rank " + c.peer() + " probably exited or crashed (or a rank it waited for did, "
-                + "and its failure travelled here); check its output. The group is closed.", cause);
+                + "and its failure travelled here); check its output. The group is closed.", cause, rank, c.peer(), host(c), opName);
+    }
+
+    /** The host part of {@code c}'s mesh address ({@code host:port}, IPv6 in brackets). */
+    private static String host(PeerConnection c) {
+        String a = c.address();
+        int colon = a.lastIndexOf(':');
+        String h = colon > 0 ? a.substring(0, colon) : a;
+        return h.startsWith("[") && h.endsWith("]") ? h.substring(1, h.length() - 1) : h;
     }
 
     /** One step's messages to and from one peer, in order, and where they stand. */

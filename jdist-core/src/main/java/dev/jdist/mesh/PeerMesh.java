@@ -5,6 +5,7 @@ import dev.jdist.ConnectFailedException;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
+import dev.jdist.spi.Liveness;
 
 import java.io.Closeable;
 import java.io.IOException;
@@ -115,8 +116,13 @@ public final class PeerMesh implements AutoCloseable {
     private final List<Member> members;
     private final byte[] meshId;
     private final Proofs auth;
-    private final long timeoutNanos;
-    private final String timeoutText;
+    /** {@code JDIST_TIMEOUT}, or the liveness watch's progress deadline once it runs. */
+    private volatile long timeoutNanos;
+    private volatile String timeoutText;
+    /** The job's liveness watch (every member is jdist), or null. */
+    private volatile Liveness liveness;
+    /** Set when the watch ended the mesh from its own thread: a waiting operation fails with the watch's error. */
+    private volatile DistributedException aborted;
     private final Selector selector;
     private final ServerSocketChannel listener;
     private final PeerConnection[] connections;
@@ -135,9 +141,7 @@ public final class PeerMesh implements AutoCloseable {
         // Without a job token the proof only binds a connection to this group (MLX's trust model, like the ring's).
         this.auth = settings.proofs().apply(settings.jobToken() != null ? settings.jobToken()
                 : "jdist-mesh " + HexFormat.of().formatHex(meshId));
-        this.timeoutNanos = settings.timeout().toNanos();
-        double s = settings.timeout().toNanos() / 1e9;
-        this.timeoutText = s == Math.rint(s) ? String.valueOf((long) s) : String.valueOf(s);
+        setTimeout(settings.timeout());
         this.listener = listener;
         this.selector = selector;
         this.connections = new PeerConnection[members.size()];
@@ -313,6 +317,7 @@ public final class PeerMesh implements AutoCloseable {
                     else if (o.retryAt - wake < 0) wake = o.retryAt;
                 }
                 if (allConnected(peers)) break;
+                checkAborted();
                 select(Math.max(1, (wake - System.nanoTime() + 999_999) / 1_000_000), opName);
             }
             log("connected to rank(s) " + Arrays.toString(peers) + " for " + opName + " in " + (System.nanoTime() - start) / 1_000 + " µs");
@@ -394,6 +399,51 @@ public final class PeerMesh implements AutoCloseable {
      * Breaks the mesh for good: remembers the first cause and closes every connection and the listener, so that the
      * members this one talks to fail too (they see the connection end) and later operations fail at once.
      */
+    private void setTimeout(java.time.Duration timeout) {
+        double s = timeout.toNanos() / 1e9;
+        this.timeoutText = s == Math.rint(s) ? String.valueOf((long) s) : String.valueOf(s);
+        this.timeoutNanos = timeout.toNanos();
+    }
+
+    /**
+     * The job's liveness watch runs (docs/reliability.md): operations wait for progress up to its deadline, and a failure
+     * it finds anywhere in the job ends the mesh at once — its sockets close, a waiting operation wakes and throws the
+     * watch's error ({@link #checkAborted}) instead of waiting for the deadline.
+     */
+    public void useLiveness(Liveness watch) {
+        setTimeout(watch.progressDeadline());
+        this.liveness = watch;
+        watch.onFailure(cause -> {
+            if (closed || aborted != null) return;
+            aborted = cause;
+            breakWith(cause);
+            selector.wakeup();
+        });
+    }
+
+    /** Throws the watch's error when it ended the mesh; transports call it where they would otherwise sleep. */
+    public void checkAborted() {
+        DistributedException a = aborted;
+        if (a != null) throw watchFailure(a);
+    }
+
+    /**
+     * The error to throw for {@code e}, a failure seen by an operation: when the watch ended the mesh, its error (it says
+     * where the failure began), with {@code e} suppressed; otherwise {@code e}.
+     */
+    public DistributedException explain(DistributedException e) {
+        if (aborted == null) return e;
+        DistributedException w = watchFailure(aborted);
+        if (w != e) w.addSuppressed(e);
+        return w;
+    }
+
+    private DistributedException watchFailure(DistributedException fallback) {
+        Liveness l = liveness;
+        DistributedException f = l == null ? null : l.failure();
+        return f != null ? f : fallback;
+    }
+
     public void breakWith(DistributedException cause) {
         if (broken == null) broken = cause;
         log("mesh broken: " + cause.getMessage());

@@ -494,6 +494,8 @@ public final class RingGroup implements GroupImpl {
     @Override
     public void useLiveness(Liveness liveness) {
         if (transport instanceof RingTransportBase t) t.useLiveness(liveness);
+        MeshState m = mesh;
+        if (m != null) m.mesh.useLiveness(liveness);
     }
 
     @Override
