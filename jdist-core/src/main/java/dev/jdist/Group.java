@@ -59,7 +59,7 @@ public final class Group implements AutoCloseable {
         if (impl == null) throw new UnsupportedCollectiveException("cannot split the singleton group further");
         int effectiveKey = key < 0 ? rank() : key;
         String[] label = new String[1];
-        GroupImpl child = queue.run(OperationTrace.Kind.SPLIT, null, 0, -1, () -> {
+        GroupImpl child = queue.run(OperationTrace.Kind.SPLIT, null, null, 0, -1, () -> {
             label[0] = OperationTrace.splitLabel(trace.group(), queue.currentSequence(), color);
             return impl.split(color, effectiveKey);
         });
@@ -79,12 +79,12 @@ public final class Group implements AutoCloseable {
     public CompletableFuture<Array> allMinAsync(Array x) { return allReduceAsync(x, ReduceOp.MIN); }
 
     public Array allReduce(Array x, ReduceOp op) {
-        return size() == 1 ? x : queue.run(OperationTrace.Kind.of(op), x.dtype(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
+        return size() == 1 ? x : queue.run(OperationTrace.Kind.of(op), x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
     }
 
     public CompletableFuture<Array> allReduceAsync(Array x, ReduceOp op) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
-        return queue.submit(OperationTrace.Kind.of(op), x.dtype(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
+        return queue.submit(OperationTrace.Kind.of(op), x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
     }
 
     private Array doAllReduceNow(Array x, ReduceOp op) {
@@ -95,12 +95,12 @@ public final class Group implements AutoCloseable {
 
     /** Concatenates every rank's {@code x} along axis 0 (a 0-d input gives shape {@code [n]}). */
     public Array allGather(Array x) {
-        return size() == 1 ? x : queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.nbytes(), -1, () -> doAllGatherNow(x));
+        return size() == 1 ? x : queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doAllGatherNow(x));
     }
 
     public CompletableFuture<Array> allGatherAsync(Array x) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
-        return queue.submit(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.nbytes(), -1, () -> doAllGatherNow(x));
+        return queue.submit(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doAllGatherNow(x));
     }
 
     private Array doAllGatherNow(Array x) {
@@ -121,13 +121,13 @@ public final class Group implements AutoCloseable {
     public Array sumScatter(Array x) {
         if (size() == 1) return x;
         checkScatter(x);
-        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.nbytes(), -1, () -> doSumScatterNow(x));
+        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doSumScatterNow(x));
     }
 
     public CompletableFuture<Array> sumScatterAsync(Array x) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
         checkScatter(x);
-        return queue.submit(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.nbytes(), -1, () -> doSumScatterNow(x));
+        return queue.submit(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doSumScatterNow(x));
     }
 
     private Array checkScatter(Array x) {
@@ -158,14 +158,14 @@ public final class Group implements AutoCloseable {
     public Array allReduceInto(Array x, Array out, ReduceOp op) {
         checkInto("allReduceInto", x, out, x.nbytes());
         if (size() == 1) return copyInto(x, out);
-        return queue.run(OperationTrace.Kind.of(op), x.dtype(), x.nbytes(), -1, () -> { impl.allReduce(x, out, op); return out; });
+        return queue.run(OperationTrace.Kind.of(op), x.dtype(), x.shapeView(), x.nbytes(), -1, () -> { impl.allReduce(x, out, op); return out; });
     }
 
     /** all_gather written into {@code out}, which holds {@code size()} times the bytes of {@code x}. */
     public Array allGatherInto(Array x, Array out) {
         checkInto("allGatherInto", x, out, Math.multiplyExact(x.nbytes(), (long) size()));
         if (size() == 1) return copyInto(x, out);
-        return queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.nbytes(), -1, () -> { impl.allGather(x, out); return out; });
+        return queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> { impl.allGather(x, out); return out; });
     }
 
     /** sum_scatter written into {@code out}, which holds one {@code size()}-th of the bytes of {@code x}. */
@@ -176,13 +176,13 @@ public final class Group implements AutoCloseable {
         }
         checkInto("sumScatterInto", x, out, x.nbytes() / size());
         if (size() == 1) return copyInto(x, out);
-        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.nbytes(), -1, () -> { impl.sumScatter(x, out); return out; });
+        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> { impl.sumScatter(x, out); return out; });
     }
 
     /** Receives from {@code src} into {@code out} (its byte count must equal the sender's). */
     public Array recvInto(Array out, int src) {
         checkPeer("recv from", src);
-        return queue.run(OperationTrace.Kind.RECV, out.dtype(), out.nbytes(), src, () -> { impl.recv(out, src); return out; });
+        return queue.run(OperationTrace.Kind.RECV, out.dtype(), out.shapeView(), out.nbytes(), src, () -> { impl.recv(out, src); return out; });
     }
 
     private static void checkInto(String what, Array x, Array out, long expectedBytes) {
@@ -200,25 +200,25 @@ public final class Group implements AutoCloseable {
     /** Sends {@code x} to rank {@code dst}; returns {@code x}. */
     public Array send(Array x, int dst) {
         checkPeer("send to", dst);
-        return queue.run(OperationTrace.Kind.SEND, x.dtype(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
+        return queue.run(OperationTrace.Kind.SEND, x.dtype(), x.shapeView(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
     }
 
     public CompletableFuture<Array> sendAsync(Array x, int dst) {
         checkPeer("send to", dst);
-        return queue.submit(OperationTrace.Kind.SEND, x.dtype(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
+        return queue.submit(OperationTrace.Kind.SEND, x.dtype(), x.shapeView(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
     }
 
     /** Receives an array of {@code shape}/{@code dtype} from rank {@code src}. */
     public Array recv(int[] shape, DType dtype, int src) {
         checkRecv(shape, dtype);
         checkPeer("recv from", src);
-        return queue.run(OperationTrace.Kind.RECV, dtype, recvBytes(shape, dtype), src, () -> doRecvNow(shape, dtype, src));
+        return queue.run(OperationTrace.Kind.RECV, dtype, shape, recvBytes(shape, dtype), src, () -> doRecvNow(shape, dtype, src));
     }
 
     public CompletableFuture<Array> recvAsync(int[] shape, DType dtype, int src) {
         checkRecv(shape, dtype);
         checkPeer("recv from", src);
-        return queue.submit(OperationTrace.Kind.RECV, dtype, recvBytes(shape, dtype), src, () -> doRecvNow(shape, dtype, src));
+        return queue.submit(OperationTrace.Kind.RECV, dtype, shape, recvBytes(shape, dtype), src, () -> doRecvNow(shape, dtype, src));
     }
 
     /** {@code recv(like.shape(), like.dtype(), src)}. */
@@ -263,6 +263,7 @@ public final class Group implements AutoCloseable {
     @Override
     public void close() {
         queue.close();
+        trace.close();
         try {
             if (impl != null) impl.close();
         } finally {

@@ -21,7 +21,8 @@ import java.util.function.Supplier;
  * finishes its ticket, so later ones run.
  *
  * <p>A ticket is the operation's sequence number in its group: every operation, sync or async, runs
- * through {@link #execute} with it, between {@link OperationTrace#begin()} and {@link OperationTrace#end}.
+ * through {@link #execute} with it, between {@link OperationTrace#begin()}/{@link OperationTrace#started} and
+ * {@link OperationTrace#end}.
  */
 final class OperationQueue implements AutoCloseable {
     private final String name;
@@ -50,24 +51,24 @@ final class OperationQueue implements AutoCloseable {
 
     /**
      * Runs {@code op} on this thread after every earlier operation; its exception propagates. The
-     * other arguments describe it for {@link OperationTrace}: {@code dtype} null for split, {@code peer}
-     * -1 for collectives.
+     * other arguments describe it for {@link OperationTrace}: {@code dtype} and {@code shape} null for split,
+     * {@code peer} -1 for collectives.
      */
-    <T> T run(OperationTrace.Kind kind, DType dtype, long bytes, int peer, Supplier<T> op) {
+    <T> T run(OperationTrace.Kind kind, DType dtype, int[] shape, long bytes, int peer, Supplier<T> op) {
         if (running == Thread.currentThread()) {
             throw new IllegalStateException("an operation on group " + name + " was issued from inside another "
                     + "operation of the same group; it would wait for itself. Issue it after the first one returns.");
         }
         long ticket = take();
         awaitTurn(ticket);
-        return execute(ticket, kind, dtype, bytes, peer, false, op);
+        return execute(ticket, kind, dtype, shape, bytes, peer, false, op);
     }
 
     /** The running operation's sequence number (its ticket); only meaningful inside that operation. */
     long currentSequence() { return runningTicket; }
 
     /** Issues {@code op} now (its place in the order is fixed here) and runs it when its turn comes. */
-    <T> CompletableFuture<T> submit(OperationTrace.Kind kind, DType dtype, long bytes, int peer, Supplier<T> op) {
+    <T> CompletableFuture<T> submit(OperationTrace.Kind kind, DType dtype, int[] shape, long bytes, int peer, Supplier<T> op) {
         CompletableFuture<T> result = new CompletableFuture<>();
         lock.lock();
         try {
@@ -83,7 +84,7 @@ final class OperationQueue implements AutoCloseable {
             worker.execute(() -> {
                 awaitTurn(ticket);
                 try {
-                    T value = execute(ticket, kind, dtype, bytes, peer, true, op);
+                    T value = execute(ticket, kind, dtype, shape, bytes, peer, true, op);
                     CALLBACKS.execute(() -> result.complete(value));
                 } catch (Throwable t) {
                     CALLBACKS.execute(() -> result.completeExceptionally(t));
@@ -124,11 +125,12 @@ final class OperationQueue implements AutoCloseable {
     }
 
     /** Runs the operation whose turn it is and finishes its ticket before any result is published. */
-    private <T> T execute(long ticket, OperationTrace.Kind kind, DType dtype, long bytes, int peer, boolean async,
+    private <T> T execute(long ticket, OperationTrace.Kind kind, DType dtype, int[] shape, long bytes, int peer, boolean async,
                           Supplier<T> op) {
         running = Thread.currentThread();
         runningTicket = ticket;
         OperationEvent event = OperationTrace.begin();
+        trace.started(ticket, kind, dtype, shape, bytes, peer, async);
         Throwable failure = null;
         try {
             return op.get();
