@@ -100,8 +100,10 @@ public final class Launcher {
         }
         TerminalSize term = TerminalSize.detect(env);
         String token = o.mlxCompatible || backend.equals("mpi") ? null : newJobToken();
+        JobFlightRecords records = JobFlightRecords.forNewJob(env);
         EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, hosts.hosts(), hosts.envs(), o.ranks.env,
-                term.columns(), term.lines(), o.verbose, p.repeat(), p.connectionsPerIp(), p.startingPort(), p.ncclPort(), token);
+                term.columns(), term.lines(), o.verbose, p.repeat(), p.connectionsPerIp(), p.startingPort(), p.ncclPort(), token,
+                records.dir().toString());
 
         if (backend.equals("mpi")) {
             return runMpi(inputs, o, argv, log);
@@ -137,7 +139,10 @@ public final class Launcher {
             installSignals(supervisor::signal);
             Runtime.getRuntime().addShutdownHook(new Thread(supervisor::emergencyStop, "jdist-launch-stop"));
         }
-        return supervisor.run(starts);
+        int status = supervisor.run(starts);
+        List<HostEntry> remote = starts.stream().map(JobSupervisor.RankStart::host).filter(h -> !h.isLocal()).toList();
+        records.afterJob(status == 0, remote, starts.size(), ssh, log);
+        return status;
     }
 
     private static String newJobToken() {
