@@ -72,18 +72,19 @@ public final class JobFlightRecords {
      * before their first operation). A directory left empty is removed.
      *
      * @param ranks the job's number of ranks
+     * @param ends  how each rank's process ended
      */
-    public void afterJob(boolean succeeded, List<HostEntry> remoteHosts, int ranks, String sshPath, ConsoleLog log)
-            throws InterruptedException {
+    public void afterJob(boolean succeeded, List<HostEntry> remoteHosts, int ranks, Map<Integer, FlightAnalysis.RankEnd> ends,
+                         String sshPath, ConsoleLog log) throws InterruptedException {
         if (!succeeded) {
             fetch(remoteHosts, sshPath);
-            report(ranks, log);
+            report(ranks, ends, log);
         }
         removeIfEmpty();
     }
 
     /** Prints the analysis of the records in the directory, if there are any. */
-    void report(int ranks, ConsoleLog log) {
+    void report(int ranks, Map<Integer, FlightAnalysis.RankEnd> ends, ConsoleLog log) {
         FlightDump.Loaded loaded;
         try {
             if (!Files.isDirectory(dir)) {
@@ -99,7 +100,7 @@ public final class JobFlightRecords {
         }
         log.warn("flight records of the job (" + loaded.dumps().size() + " in " + dir + "; again with: jdist doctor analyze " + dir + "):");
         StringBuilder text = new StringBuilder();
-        for (String line : FlightAnalysis.analyze(loaded.dumps(), ranks)) {
+        for (String line : FlightAnalysis.analyze(loaded.dumps(), ranks, ends)) {
             text.append("  ").append(line).append('\n');
         }
         for (String problem : loaded.problems()) {

@@ -141,7 +141,7 @@ public final class Launcher {
         }
         int status = supervisor.run(starts);
         List<HostEntry> remote = starts.stream().map(JobSupervisor.RankStart::host).filter(h -> !h.isLocal()).toList();
-        records.afterJob(status == 0, remote, starts.size(), ssh, log);
+        records.afterJob(status == 0, remote, starts.size(), supervisor.rankEnds(), ssh, log);
         return status;
     }
 

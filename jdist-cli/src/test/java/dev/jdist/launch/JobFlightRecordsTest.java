@@ -83,7 +83,7 @@ class JobFlightRecordsTest {
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         ConsoleLog log = new ConsoleLog(new PrintStream(err, true, StandardCharsets.UTF_8), false, false);
 
-        JobFlightRecords.in(job).afterJob(false, List.of(), 3, "ssh", log);
+        JobFlightRecords.in(job).afterJob(false, List.of(), 3, Map.of(), "ssh", log);
 
         List<String> lines = err.toString(StandardCharsets.UTF_8).lines().toList();
         assertThat(lines.subList(0, lines.size() - 1)).containsExactly(
@@ -104,9 +104,9 @@ class JobFlightRecordsTest {
         Path job = Files.createDirectories(dir.resolve("job"));
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         ConsoleLog log = new ConsoleLog(new PrintStream(err, true, StandardCharsets.UTF_8), false, false);
-        JobFlightRecords.in(job).afterJob(true, List.of(), 2, "ssh", log);
+        JobFlightRecords.in(job).afterJob(true, List.of(), 2, Map.of(), "ssh", log);
         assertThat(job).doesNotExist();
-        JobFlightRecords.in(job).afterJob(false, List.of(), 2, "ssh", log);   // failed, but no rank wrote a record
+        JobFlightRecords.in(job).afterJob(false, List.of(), 2, Map.of(), "ssh", log);   // failed, but no rank wrote a record
         assertThat(err.toString(StandardCharsets.UTF_8)).isEmpty();
     }
 }

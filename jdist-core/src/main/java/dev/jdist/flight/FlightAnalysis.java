@@ -35,12 +35,28 @@ public final class FlightAnalysis {
     }
 
     /**
+     * How a rank's process ended, as its launcher saw it.
+     *
+     * @param exitCode        its exit status
+     * @param endedByLauncher whether the launcher ended it (after another rank failed, a signal or {@code --timeout})
+     */
+    public record RankEnd(int exitCode, boolean endedByLauncher) {
+    }
+
+    /** {@link #analyze(List, int, Map)} without knowing how the ranks ended. */
+    public static List<String> analyze(List<FlightDump> dumps, int worldSize) {
+        return analyze(dumps, worldSize, Map.of());
+    }
+
+    /**
      * @param dumps     the records of one job, one per process, in any order
      * @param worldSize the job's number of ranks when known (the launcher knows it), else 0: ranks of {@code world}
      *                  missing from {@code dumps} are then named up to the largest group size recorded
+     * @param ends      how the processes of {@code world}'s ranks ended, by rank, when known (the launcher knows it): a
+     *                  rank without a record is then explained by how it ended
      * @return the report, one line per item, without trailing newlines; empty when there are no records
      */
-    public static List<String> analyze(List<FlightDump> dumps, int worldSize) {
+    public static List<String> analyze(List<FlightDump> dumps, int worldSize, Map<Integer, RankEnd> ends) {
         List<String> out = new ArrayList<>();
         if (dumps.isEmpty()) return out;
         Map<String, Map<Integer, Member>> groups = new LinkedHashMap<>();
@@ -52,7 +68,8 @@ public final class FlightAnalysis {
         List<String> labels = new ArrayList<>(groups.keySet());
         labels.sort(Comparator.comparing((String l) -> !l.equals("world")).thenComparing(l -> l));
         for (String label : labels) {
-            analyzeGroup(label, groups.get(label), label.equals("world") ? worldSize : 0, out);
+            boolean world = label.equals("world");
+            analyzeGroup(label, groups.get(label), world ? worldSize : 0, world ? ends : Map.of(), out);
         }
         failures(dumps, out);
         long empty = dumps.stream().filter(d -> d.groups().isEmpty()).count();
@@ -64,7 +81,8 @@ public final class FlightAnalysis {
         return out;
     }
 
-    private static void analyzeGroup(String label, Map<Integer, Member> members, int knownSize, List<String> out) {
+    private static void analyzeGroup(String label, Map<Integer, Member> members, int knownSize, Map<Integer, RankEnd> ends,
+                                     List<String> out) {
         Member any = members.values().iterator().next();
         int size = Math.max(knownSize, members.values().stream().mapToInt(m -> m.group().size()).max().orElse(0));
         List<Integer> missing = new ArrayList<>();
@@ -90,19 +108,41 @@ public final class FlightAnalysis {
 
         behind(members, missing, out);
         disagreements(members, out);
-        if (!missing.isEmpty()) {
-            out.add(ranks(missing) + " left no flight record: stopped (SIGSTOP) or killed (SIGKILL) "
-                    + "before writing one, not a jdist program, or running with JDIST_FLIGHT_RECORDER=0");
-            boolean othersWait = members.values().stream().map(Member::last)
-                    .allMatch(op -> op != null && !op.state().equals(FlightDump.COMPLETED));
-            if (othersWait) {
-                out.add("every rank with a record is inside an operation: the one" + (missing.size() == 1 ? "" : "s")
-                        + " without a record (" + ranks(missing) + ") most likely never joined it");
-            }
-        }
+        missing(members, missing, ends, out);
         if (members.values().stream().anyMatch(m -> m.group().recent().stream().anyMatch(FlightDump.Operation::pointToPoint))) {
             out.add("note: send and recv are numbered only on their two ranks, so after one the other ranks' sequence numbers "
                     + "differ by design");
+        }
+    }
+
+    /** Why ranks left no record: how they ended, when the launcher said so. */
+    private static void missing(Map<Integer, Member> members, List<Integer> missing, Map<Integer, RankEnd> ends, List<String> out) {
+        List<Integer> normal = new ArrayList<>();
+        List<String> crashed = new ArrayList<>();
+        List<Integer> silent = new ArrayList<>();
+        for (int r : missing) {
+            RankEnd end = ends.get(r);
+            if (end != null && !end.endedByLauncher() && end.exitCode() == 0) normal.add(r);
+            else if (end != null && !end.endedByLauncher()) crashed.add("rank " + r + " exited with code " + end.exitCode());
+            else silent.add(r);
+        }
+        if (!normal.isEmpty()) {
+            out.add(ranks(normal) + " left no flight record: " + (normal.size() == 1 ? "it" : "they")
+                    + " exited with code 0 (a process that ends normally writes none)");
+        }
+        if (!crashed.isEmpty()) {
+            out.add(String.join(", ", crashed) + " without a flight record: " + (crashed.size() == 1 ? "it" : "they")
+                    + " failed outside jdist's operations (see " + (crashed.size() == 1 ? "its" : "their") + " output)");
+        }
+        if (!silent.isEmpty()) {
+            out.add(ranks(silent) + " left no flight record: stopped (SIGSTOP) or killed (SIGKILL) before writing one, not a jdist "
+                    + "program, or running with JDIST_FLIGHT_RECORDER=0");
+            boolean othersWait = members.values().stream().map(Member::last)
+                    .allMatch(op -> op != null && !op.state().equals(FlightDump.COMPLETED));
+            if (othersWait) {
+                out.add("every rank with a record is inside an operation: the one" + (silent.size() == 1 ? "" : "s")
+                        + " without a record (" + ranks(silent) + ") most likely never joined it");
+            }
         }
     }
 

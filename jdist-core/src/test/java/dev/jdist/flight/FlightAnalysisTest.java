@@ -145,6 +145,28 @@ class FlightAnalysisTest {
     }
 
     @Test
+    void ranksWithoutARecordAreExplainedByHowTheyEnded() {
+        String error = "PeerLostException: rank 2 closed";
+        List<FlightDump> dumps = List.of(dump(1, 3, new FlightDump.Failure("world", 1, 5, "all_sum float32[1024]", error, at(3)),
+                world(1, 4, done(4, "all_sum", "float32", 8), failed(5, "all_sum", "float32", error, 1024))));
+        var ends = java.util.Map.of(
+                0, new FlightAnalysis.RankEnd(0, false), 1, new FlightAnalysis.RankEnd(1, false),
+                2, new FlightAnalysis.RankEnd(0, false), 3, new FlightAnalysis.RankEnd(134, false));
+
+        List<String> report = FlightAnalysis.analyze(dumps, 4, ends);
+
+        assertThat(report).contains(
+                "group world (ring, 4 ranks): records from rank 1; none from ranks 0, 2, 3",
+                "ranks 0, 2 left no flight record: they exited with code 0 (a process that ends normally writes none)",
+                "rank 3 exited with code 134 without a flight record: it failed outside jdist's operations (see its output)");
+        assertThat(report).noneMatch(l -> l.contains("SIGSTOP") || l.contains("never joined"));
+
+        var killed = java.util.Map.of(0, new FlightAnalysis.RankEnd(143, true));
+        assertThat(FlightAnalysis.analyze(dumps, 4, killed)).contains("ranks 0, 2, 3 left no flight record: stopped (SIGSTOP) or killed "
+                + "(SIGKILL) before writing one, not a jdist program, or running with JDIST_FLIGHT_RECORDER=0");
+    }
+
+    @Test
     void noRecordsNoReport() {
         assertThat(FlightAnalysis.analyze(List.of(), 4)).isEmpty();
     }
