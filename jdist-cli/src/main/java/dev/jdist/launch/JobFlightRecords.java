@@ -128,7 +128,7 @@ public final class JobFlightRecords {
     void fetch(List<HostEntry> hosts, String sshPath) throws InterruptedException {
         List<Thread> readers = new ArrayList<>();
         for (String host : hosts.stream().map(HostEntry::ssh).distinct().toList()) {
-            Thread t = new Thread(() -> fetchFrom(host, sshPath), "flight-records-" + host);
+            Thread t = new Thread(() -> fetchFrom(host, sshPath, dir.toString()), "flight-records-" + host);
             t.setDaemon(true);
             t.start();
             readers.add(t);
@@ -139,9 +139,10 @@ public final class JobFlightRecords {
         }
     }
 
-    private void fetchFrom(String host, String sshPath) {
+    /** Copies the records in {@code remoteDir} on {@code host} (the job's directory there) into the directory. */
+    void fetchFrom(String host, String sshPath, String remoteDir) {
         ProcessBuilder pb = new ProcessBuilder(sshPath, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "LogLevel=QUIET",
-                host, "sh -c " + ShellQuote.quote(fetchScript(dir.toString())));
+                host, "sh -c " + ShellQuote.quote(fetchScript(remoteDir)));
         pb.redirectError(ProcessBuilder.Redirect.DISCARD).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
         Process p;
         try {
