@@ -93,7 +93,13 @@ public final class FlightRecorder {
 
     /** Tests and benchmarks: forget every group and failure, and use this capacity and directory from now on. */
     static synchronized void resetForTesting(int capacity, Path dir) {
+        resetForTesting();
         settings = new Settings(capacity, dir);
+    }
+
+    /** Tests: forget every group and failure, and read the settings from the environment again. */
+    static synchronized void resetForTesting() {
+        settings = null;
         RINGS.clear();
         firstFailure = null;
         announced = false;

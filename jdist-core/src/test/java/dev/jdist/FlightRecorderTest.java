@@ -30,7 +30,7 @@ class FlightRecorderTest {
 
     @AfterEach
     void restoreSettings() {
-        FlightRecorder.resetForTesting(FlightRecorder.DEFAULT_CAPACITY, dir);
+        FlightRecorder.resetForTesting();   // later tests write to JDIST_DUMP_DIR again, not to this test's directory
     }
 
     /** A 2-rank group whose backend moves nothing, or throws {@code failure} from every collective. */
