@@ -42,10 +42,13 @@ final class OperationRing {
     private final int capacity;
     private volatile boolean closed;
 
+    private static final OperationTrace.Kind[] KINDS = OperationTrace.Kind.values();
+    private static final DType[] DTYPES = DType.values();
+
     private final long[] stamp;
     private final long[] sequence;
-    private final OperationTrace.Kind[] kind;
-    private final DType[] dtype;
+    private final byte[] kind;     // Kind ordinal + 1; 0: never written
+    private final byte[] dtype;    // DType ordinal + 1; 0: none (split)
     private final byte[] ndim;
     private final int[] dims;
     private final long[] bytes;
@@ -56,6 +59,8 @@ final class OperationRing {
     private final long[] endNanos;
     private final Throwable[] failure;
     private long started;   // operations begun so far: the writer's, set with release for dumps
+    private int next;       // the writer's: the slot of the next operation (sequence mod capacity, without dividing)
+    private int current;    // the writer's: the slot of the running operation
     private boolean failed; // a failure was reported for this group; guarded by FlightRecorder.class
 
     OperationRing(String group, String backend, int rank, int size, int capacity) {
@@ -67,8 +72,8 @@ final class OperationRing {
         this.capacity = capacity;
         stamp = new long[capacity];
         sequence = new long[capacity];
-        kind = new OperationTrace.Kind[capacity];
-        dtype = new DType[capacity];
+        kind = new byte[capacity];
+        dtype = new byte[capacity];
         ndim = new byte[capacity];
         dims = new int[capacity * MAX_DIMS];
         bytes = new long[capacity];
@@ -92,13 +97,15 @@ final class OperationRing {
 
     /** Operation {@code seq} got its turn. {@code shape} is read now (not kept); null for split. */
     void begin(long seq, OperationTrace.Kind k, DType t, int[] shape, long nbytes, int p, boolean isAsync) {
-        int i = slot(seq);
+        int i = next;   // == seq mod capacity: every sequence number begins once, in order
+        next = i + 1 == capacity ? 0 : i + 1;
+        current = i;
         long s = stamp[i];
         STAMP.setOpaque(stamp, i, s + 1);
         VarHandle.storeStoreFence();
         sequence[i] = seq;
-        kind[i] = k;
-        dtype[i] = t;
+        kind[i] = (byte) (k.ordinal() + 1);
+        dtype[i] = (byte) (t == null ? 0 : t.ordinal() + 1);
         int n = shape == null ? 0 : shape.length;
         ndim[i] = (byte) Math.min(n, 127);
         for (int d = 0, base = i * MAX_DIMS; d < Math.min(n, MAX_DIMS); d++) dims[base + d] = shape[d];
@@ -108,20 +115,21 @@ final class OperationRing {
         state[i] = STARTED;
         startNanos[i] = System.nanoTime();
         endNanos[i] = 0;
-        failure[i] = null;
+        if (failure[i] != null) failure[i] = null;
         STARTED_COUNT.setRelease(this, seq + 1);
         STAMP.setRelease(stamp, i, s + 2);
     }
 
     /** Operation {@code seq} ended; {@code thrown} is what it threw, or null. */
     void end(long seq, Throwable thrown) {
-        int i = slot(seq);
+        int i = current;
+        if (sequence[i] != seq) i = slot(seq);   // not the running one: cannot happen while operations run one at a time
         long s = stamp[i];
         STAMP.setOpaque(stamp, i, s + 1);
         VarHandle.storeStoreFence();
         endNanos[i] = System.nanoTime();
         state[i] = thrown == null ? COMPLETED : FAILED;
-        failure[i] = thrown;
+        if (thrown != null) failure[i] = thrown;
         STAMP.setRelease(stamp, i, s + 2);
     }
 
@@ -169,11 +177,13 @@ final class OperationRing {
                 continue;
             }
             long sq = sequence[i];
-            OperationTrace.Kind k = kind[i];
-            DType t = dtype[i];
+            int kc = kind[i];
+            int tc = dtype[i];
             int n = ndim[i];
+            OperationTrace.Kind k = kc == 0 ? null : KINDS[kc - 1];
+            DType t = tc == 0 ? null : DTYPES[tc - 1];
             List<Integer> shape = null;
-            if (k != OperationTrace.Kind.SPLIT) {
+            if (k != null && k != OperationTrace.Kind.SPLIT) {
                 shape = new ArrayList<>(n);
                 for (int d = 0, base = i * MAX_DIMS; d < Math.min(n, MAX_DIMS); d++) shape.add(dims[base + d]);
             }

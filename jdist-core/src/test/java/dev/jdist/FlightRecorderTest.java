@@ -200,6 +200,40 @@ class FlightRecorderTest {
     }
 
     @Test
+    void aRecordTakenWhileOperationsRunIsConsistent() throws Exception {
+        FlightRecorder.resetForTesting(64, dir);
+        Group g = new Group(new FakeImpl(null, null), OperationTrace.WORLD);
+        Array[] inputs = new Array[7];
+        for (int k = 0; k < 7; k++) inputs[k] = Array.ones(DType.FLOAT32, k + 1);
+        Thread writer = Thread.ofPlatform().start(() -> {
+            for (int i = 0; i < 200_000; i++) g.allReduceInto(inputs[i % 7], inputs[i % 7], ReduceOp.SUM);
+        });
+        int snapshots = 0;
+        while (writer.isAlive() && snapshots < 2_000) {
+            FlightDump dump = FlightRecorder.snapshot("x");
+            if (dump.groups().isEmpty()) continue;   // no operation yet
+            FlightDump.GroupRecord rec = only(dump);
+            long previous = -1;
+            for (FlightDump.Operation op : rec.recent()) {
+                assertThat(op.sequence()).isGreaterThan(previous);
+                previous = op.sequence();
+                int elements = (int) (op.sequence() % 7) + 1;   // each slot read whole: its fields belong to one operation
+                assertThat(op.shape()).containsExactly(elements);
+                assertThat(op.bytes()).isEqualTo(4L * elements);
+                assertThat(op.state()).isIn(FlightDump.STARTED, FlightDump.COMPLETED);
+            }
+            assertThat(rec.recent().size()).isLessThanOrEqualTo(64);
+            snapshots++;
+        }
+        writer.join(TimeUnit.SECONDS.toMillis(50));
+        assertThat(writer.isAlive()).isFalse();
+        FlightDump.GroupRecord last = only(FlightRecorder.snapshot("x"));
+        assertThat(last.operations()).isEqualTo(200_000);
+        assertThat(last.recent()).hasSize(64);
+        assertThat(last.recent().get(63).sequence()).isEqualTo(199_999);
+    }
+
+    @Test
     void settingsComeFromTheEnvironment() {
         assertThat(FlightRecorder.Settings.from(Map.of()).capacity()).isEqualTo(FlightRecorder.DEFAULT_CAPACITY);
         assertThat(FlightRecorder.Settings.from(Map.of()).dir().getFileName().toString()).startsWith("jdist-flight-");
