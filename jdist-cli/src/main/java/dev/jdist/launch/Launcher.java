@@ -140,8 +140,13 @@ public final class Launcher {
             Runtime.getRuntime().addShutdownHook(new Thread(supervisor::emergencyStop, "jdist-launch-stop"));
         }
         int status = supervisor.run(starts);
-        List<HostEntry> remote = starts.stream().map(JobSupervisor.RankStart::host).filter(h -> !h.isLocal()).toList();
-        records.afterJob(status == 0, remote, starts.size(), supervisor.rankEnds(), ssh, log);
+        var ends = supervisor.rankEnds();
+        // Remote hosts to read records from: not one whose ssh failed on its own (255: most likely unreachable now)
+        List<HostEntry> remote = starts.stream().filter(st -> !st.host().isLocal())
+                .filter(st -> starts.stream().noneMatch(other -> other.host().ssh().equals(st.host().ssh()) && ends.containsKey(other.rank())
+                        && ends.get(other.rank()).exitCode() == 255 && !ends.get(other.rank()).endedByLauncher()))
+                .map(JobSupervisor.RankStart::host).toList();
+        records.afterJob(status == 0, remote, starts.size(), ends, ssh, log);
         return status;
     }
 
