@@ -64,7 +64,7 @@ public final class Group implements AutoCloseable {
         if (impl == null) throw new UnsupportedCollectiveException("cannot split the singleton group further");
         int effectiveKey = key < 0 ? rank() : key;
         String[] label = new String[1];
-        GroupImpl child = queue.run(OperationTrace.Kind.SPLIT, null, 0, -1, () -> {
+        GroupImpl child = queue.run(OperationTrace.Kind.SPLIT, null, null, 0, -1, () -> {
             label[0] = OperationTrace.splitLabel(trace.group(), queue.currentSequence(), color);
             return impl.split(color, effectiveKey);
         });
@@ -92,12 +92,12 @@ public final class Group implements AutoCloseable {
     public CompletableFuture<Array> allMinAsync(Array x) { return allReduceAsync(x, ReduceOp.MIN); }
 
     public Array allReduce(Array x, ReduceOp op) {
-        return size() == 1 ? x : queue.run(OperationTrace.Kind.of(op), x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
+        return size() == 1 ? x : queue.run(OperationTrace.Kind.of(op), x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
     }
 
     public CompletableFuture<Array> allReduceAsync(Array x, ReduceOp op) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
-        return queue.submit(OperationTrace.Kind.of(op), x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
+        return queue.submit(OperationTrace.Kind.of(op), x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
     }
 
     private Array doAllReduceNow(Array x, ReduceOp op) {
@@ -108,12 +108,12 @@ public final class Group implements AutoCloseable {
 
     /** Concatenates every rank's {@code x} along axis 0 (a 0-d input gives shape {@code [n]}). */
     public Array allGather(Array x) {
-        return size() == 1 ? x : queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllGatherNow(x));
+        return size() == 1 ? x : queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doAllGatherNow(x));
     }
 
     public CompletableFuture<Array> allGatherAsync(Array x) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
-        return queue.submit(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllGatherNow(x));
+        return queue.submit(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doAllGatherNow(x));
     }
 
     private Array doAllGatherNow(Array x) {
@@ -134,13 +134,13 @@ public final class Group implements AutoCloseable {
     public Array sumScatter(Array x) {
         if (size() == 1) return x;
         checkScatter(x);
-        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shape(), x.nbytes(), -1, () -> doSumScatterNow(x));
+        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doSumScatterNow(x));
     }
 
     public CompletableFuture<Array> sumScatterAsync(Array x) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
         checkScatter(x);
-        return queue.submit(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shape(), x.nbytes(), -1, () -> doSumScatterNow(x));
+        return queue.submit(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doSumScatterNow(x));
     }
 
     private Array checkScatter(Array x) {
@@ -171,14 +171,14 @@ public final class Group implements AutoCloseable {
     public Array allReduceInto(Array x, Array out, ReduceOp op) {
         checkInto("allReduceInto", x, out, x.nbytes());
         if (size() == 1) return copyInto(x, out);
-        return queue.run(OperationTrace.Kind.of(op), x.dtype(), x.shape(), x.nbytes(), -1, () -> { impl.allReduce(x, out, op); return out; });
+        return queue.run(OperationTrace.Kind.of(op), x.dtype(), x.shapeView(), x.nbytes(), -1, () -> { impl.allReduce(x, out, op); return out; });
     }
 
     /** all_gather written into {@code out}, which holds {@code size()} times the bytes of {@code x}. */
     public Array allGatherInto(Array x, Array out) {
         checkInto("allGatherInto", x, out, Math.multiplyExact(x.nbytes(), (long) size()));
         if (size() == 1) return copyInto(x, out);
-        return queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shape(), x.nbytes(), -1, () -> { impl.allGather(x, out); return out; });
+        return queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> { impl.allGather(x, out); return out; });
     }
 
     /** sum_scatter written into {@code out}, which holds one {@code size()}-th of the bytes of {@code x}. */
@@ -189,13 +189,13 @@ public final class Group implements AutoCloseable {
         }
         checkInto("sumScatterInto", x, out, x.nbytes() / size());
         if (size() == 1) return copyInto(x, out);
-        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shape(), x.nbytes(), -1, () -> { impl.sumScatter(x, out); return out; });
+        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> { impl.sumScatter(x, out); return out; });
     }
 
     /** Receives from {@code src} into {@code out} (its byte count must equal the sender's). */
     public Array recvInto(Array out, int src) {
         checkPeer("recv from", src);
-        return queue.run(OperationTrace.Kind.RECV, out.dtype(), out.shape(), out.nbytes(), src, () -> { impl.recv(out, src); return out; });
+        return queue.run(OperationTrace.Kind.RECV, out.dtype(), out.shapeView(), out.nbytes(), src, () -> { impl.recv(out, src); return out; });
     }
 
     private static void checkInto(String what, Array x, Array out, long expectedBytes) {
@@ -213,12 +213,12 @@ public final class Group implements AutoCloseable {
     /** Sends {@code x} to rank {@code dst}; returns {@code x}. */
     public Array send(Array x, int dst) {
         checkPeer("send to", dst);
-        return queue.run(OperationTrace.Kind.SEND, x.dtype(), x.shape(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
+        return queue.run(OperationTrace.Kind.SEND, x.dtype(), x.shapeView(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
     }
 
     public CompletableFuture<Array> sendAsync(Array x, int dst) {
         checkPeer("send to", dst);
-        return queue.submit(OperationTrace.Kind.SEND, x.dtype(), x.shape(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
+        return queue.submit(OperationTrace.Kind.SEND, x.dtype(), x.shapeView(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
     }
 
     /** Receives an array of {@code shape}/{@code dtype} from rank {@code src}. */
@@ -311,6 +311,7 @@ public final class Group implements AutoCloseable {
             // closing the backend ends a running operation (its sockets close, native backends abort and wait for it)
             if (impl != null) impl.close();
             queue.awaitFinished();
+            trace.close();
         } finally {
             if (attached != null) {
                 try {

@@ -90,6 +90,22 @@ class EnvironmentPlanTest {
     }
 
     @Test
+    void everyBackendsRanksGetTheJobsFlightRecordDirectoryAfterTheUsersEntries() {
+        for (String backend : List.of("ring", "nccl")) {
+            var plan = EnvironmentPlan.plan(new EnvironmentPlan.Inputs(backend, HostList.parse("127.0.0.1", 2), List.of(),
+                    List.of("JDIST_DUMP_DIR=/mine"), 0, 0, false, 2, 1, 32323, 12345, "abc", "/tmp/jdist-job-1"));
+            for (RankPlan r : plan.ranks()) {
+                assertThat(env(r)).containsEntry("JDIST_DUMP_DIR", "/tmp/jdist-job-1");
+                List<String> names = r.env().stream().map(EnvEntry::name).toList();
+                assertThat(names.lastIndexOf("JDIST_DUMP_DIR")).isEqualTo(names.indexOf("JDIST_JOB_TOKEN") + 1);
+            }
+        }
+        var none = EnvironmentPlan.plan(new EnvironmentPlan.Inputs("ring", HostList.parse("127.0.0.1", 2), List.of(), List.of(),
+                0, 0, false, 1, 1, 32323, 12345, null));
+        assertThat(env(none.ranks().get(0))).doesNotContainKey("JDIST_DUMP_DIR");
+    }
+
+    @Test
     void nccl() {
         var plan = EnvironmentPlan.plan(new EnvironmentPlan.Inputs("nccl", HostList.parse("10.0.0.1,10.0.0.2", 4), List.of(),
                 List.of("NCCL_DEBUG=WARN", "MLX_RANK=9", "CUDA_VISIBLE_DEVICES=7"), 0, 0, false, 4, 1, 32323, 12345, null));
