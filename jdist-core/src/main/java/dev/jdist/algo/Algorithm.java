@@ -17,7 +17,14 @@ public enum Algorithm {
     /** Recursive halving (§10.7): a reduce-scatter in log2 n rounds. */
     RH("rh", "recursive halving", EnumSet.of(CollectiveKind.SUM_SCATTER)),
     /** Bruck's all-gather (§10.8): ceil(log2 n) rounds for any n. */
-    BRUCK("bruck", "Bruck's all-gather", EnumSet.of(CollectiveKind.ALL_GATHER));
+    BRUCK("bruck", "Bruck's all-gather", EnumSet.of(CollectiveKind.ALL_GATHER)),
+    /**
+     * Hierarchical (§10.11): shared memory inside each host, the network between hosts, every member of a host owning a
+     * stripe of the data (as many stripes as the smallest host has members).
+     */
+    HIER("hier", "hierarchical, striped", EnumSet.allOf(CollectiveKind.class)),
+    /** Hierarchical with one stripe: one leader per host talks to the other hosts (§10.11). */
+    HIER_LEADER("hier-leader", "hierarchical, one leader per host", EnumSet.allOf(CollectiveKind.class));
 
     private final String text;
     private final String description;
@@ -33,6 +40,9 @@ public enum Algorithm {
     public String text() { return text; }
 
     public String description() { return description; }
+
+    /** Whether this is one of the hierarchical algorithms (§10.11), which need to know which members share a host. */
+    public boolean hierarchical() { return this == HIER || this == HIER_LEADER; }
 
     /** Whether this algorithm implements {@code kind}. */
     public boolean supports(CollectiveKind kind) { return kinds.contains(kind); }

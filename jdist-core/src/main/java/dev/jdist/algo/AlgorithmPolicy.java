@@ -104,13 +104,16 @@ public final class AlgorithmPolicy {
 
     /**
      * The algorithm of one operation: of {@code kind}, {@code bytes} counted as {@link CollectiveKind} says, on
-     * {@code topology}. Forced first; then, on a ring over shared memory, the ring (the mesh is TCP); then the rules.
+     * {@code topology}. Forced first; then, on a ring over shared memory, the ring (the mesh is TCP); then the user's
+     * rules; then, when the group spans several hosts and some host runs more than one member, the hierarchy (§10.11);
+     * then jdist's default rules.
      */
     public Algorithm choose(CollectiveKind kind, long bytes, Topology topology) {
         Algorithm f = forced.get(kind);
         if (f != null) return f;
         if (topology.sharedMemoryRing()) return Algorithm.RING;
         AlgorithmRules.Rule r = userRules == null ? null : userRules.match(kind, bytes, topology);
+        if (r == null && topology.hostsShared()) return Algorithm.HIER;
         if (r == null) r = defaults.match(kind, bytes, topology);
         return r == null ? Algorithm.RING : r.algorithm();
     }

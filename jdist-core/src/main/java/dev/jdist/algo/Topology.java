@@ -18,4 +18,7 @@ public record Topology(int ranks, int hosts, boolean sharedMemoryRing) {
 
     /** Every member on one host. */
     public boolean oneHost() { return hosts == 1; }
+
+    /** Several hosts, and some host runs more than one member: where the hierarchical algorithms pay (§10.11). */
+    public boolean hostsShared() { return hosts > 1 && ranks > hosts; }
 }

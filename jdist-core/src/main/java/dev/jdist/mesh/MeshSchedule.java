@@ -118,6 +118,29 @@ public record MeshSchedule(List<Step> steps, long scratchBytes) {
             return this;
         }
 
+        /**
+         * Appends the steps of {@code sub}, a schedule among a subgroup, as steps of this one (after ending the current
+         * step): the subgroup's member v is {@code peers[v]} here, its WORK offsets are moved by {@code workOffset} and
+         * its SCRATCH offsets by {@code scratchOffset}. The hierarchical algorithms run a flat algorithm among one member
+         * per host this way, on a slice of the vector.
+         */
+        public Builder embed(MeshSchedule sub, int[] peers, long workOffset, long scratchOffset) {
+            endStep();
+            for (Step st : sub.steps()) {
+                for (Message m : st.messages()) {
+                    long at = m.offset() + (m.buffer() == Buffer.WORK ? workOffset : scratchOffset);
+                    if (m.send()) send(peers[m.peer()], m.buffer(), at, m.length());
+                    else recv(peers[m.peer()], m.buffer(), at, m.length());
+                }
+                for (Combine c : st.combines()) {
+                    combine(c.into(), c.intoOffset() + (c.into() == Buffer.WORK ? workOffset : scratchOffset), c.from(),
+                            c.fromOffset() + (c.from() == Buffer.WORK ? workOffset : scratchOffset), c.bytes(), c.fromIsLeft());
+                }
+                endStep();
+            }
+            return this;
+        }
+
         /** Ends the current step (an empty one is dropped). */
         public Builder endStep() {
             if (!messages.isEmpty() || !combines.isEmpty()) steps.add(new Step(messages, combines));

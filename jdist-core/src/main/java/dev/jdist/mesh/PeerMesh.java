@@ -249,8 +249,13 @@ public final class PeerMesh implements AutoCloseable {
                 id = "host:unknown";
             }
         }
+        return hostIdOf(id);
+    }
+
+    /** A host identity as 8 bytes: the first 8 of SHA-256 over {@code text}. */
+    public static long hostIdOf(String text) {
         try {
-            return ByteBuffer.wrap(MessageDigest.getInstance("SHA-256").digest(id.getBytes(StandardCharsets.UTF_8))).getLong();
+            return ByteBuffer.wrap(MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8))).getLong();
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is not available in this JVM", e);
         }

@@ -9,6 +9,7 @@ import dev.jdist.ReduceOp;
 import dev.jdist.algo.Algorithm;
 import dev.jdist.algo.AlgorithmPolicy;
 import dev.jdist.algo.CollectiveKind;
+import dev.jdist.algo.HostLayout;
 import dev.jdist.algo.MeshAlgorithms;
 import dev.jdist.algo.Topology;
 import dev.jdist.mesh.MeshSchedule;
@@ -69,16 +70,22 @@ public final class RingGroup implements GroupImpl {
         final PeerMesh mesh;
         final MeshTransport transport;
         final Topology topology;
+        final HostLayout layout;
+        final long hostId;          // what this rank published as its host (a split's mesh publishes it again)
         volatile AlgorithmPolicy policy;
         MemorySegment scratch;
         final LastMesh lastAllReduce = new LastMesh();
         final LastMesh lastAllGather = new LastMesh();
         final LastMesh lastSumScatter = new LastMesh();
 
-        MeshState(PeerMesh mesh, Topology topology, AlgorithmPolicy policy) {
+        MeshState(PeerMesh mesh, Topology topology, long hostId, AlgorithmPolicy policy) {
             this.mesh = mesh;
             this.transport = new MeshTransport(mesh);
             this.topology = topology;
+            this.hostId = hostId;
+            long[] ids = new long[mesh.size()];
+            for (int q = 0; q < ids.length; q++) ids[q] = mesh.member(q).hostId();
+            this.layout = HostLayout.of(ids);
             this.policy = policy;
         }
 
@@ -218,7 +225,7 @@ public final class RingGroup implements GroupImpl {
         Algorithm algorithm = m == null ? Algorithm.RING : m.policy.choose(CollectiveKind.ALL_REDUCE, in.nbytes(), m.topology);
         if (algorithm != Algorithm.RING) {
             copy(in.segment(), out.segment());
-            MeshSchedule schedule = m.lastAllReduce.get(algorithm, e, s, () -> MeshAlgorithms.allReduce(algorithm, rank, size, e, s));
+            MeshSchedule schedule = m.lastAllReduce.get(algorithm, e, s, () -> MeshAlgorithms.allReduce(algorithm, m.layout, rank, e, s));
             runMesh(m, name + " (" + algorithm.description() + ")", schedule, out.segment(), op, dtype);
             return;
         }
@@ -248,7 +255,7 @@ public final class RingGroup implements GroupImpl {
         MeshState m = mesh;
         Algorithm algorithm = m == null ? Algorithm.RING : m.policy.choose(CollectiveKind.ALL_GATHER, out.nbytes(), m.topology);
         if (algorithm != Algorithm.RING) {
-            MeshSchedule schedule = m.lastAllGather.get(algorithm, bytes, 0, () -> MeshAlgorithms.allGather(algorithm, rank, size, bytes));
+            MeshSchedule schedule = m.lastAllGather.get(algorithm, bytes, 0, () -> MeshAlgorithms.allGather(algorithm, m.layout, rank, bytes));
             runMesh(m, "all_gather (" + algorithm.description() + ")", schedule, out.segment(), null, null);
             return;
         }
@@ -280,7 +287,7 @@ public final class RingGroup implements GroupImpl {
                 MemorySegment work = sumScatterWork(size * pieceBytes);
                 for (int c = 0; c < size; c++) MemorySegment.copy(in.segment(), (c * chunk + lo) * s, work, c * pieceBytes, pieceBytes);
                 MeshSchedule schedule = ms.lastSumScatter.get(algorithm, pieceBytes, 0,
-                        () -> MeshAlgorithms.sumScatter(algorithm, rank, size, pieceBytes));
+                        () -> MeshAlgorithms.sumScatter(algorithm, ms.layout, rank, pieceBytes));
                 runMesh(ms, "sum_scatter (" + algorithm.description() + ")", schedule, work, ReduceOp.SUM, dtype);
                 MemorySegment.copy(work, rank * pieceBytes, out.segment(), lo * s, pieceBytes);
             }
@@ -413,7 +420,7 @@ public final class RingGroup implements GroupImpl {
             if (m != null) {
                 // the members of a jdist group are jdist: the sub-ring gets its own mesh, with the parent's policy
                 try {
-                    child.formMesh(m.policy, who);
+                    child.formMesh(m.policy, m.hostId, who);
                 } catch (RuntimeException | Error e) {
                     child.close();
                     throw e;
@@ -436,17 +443,30 @@ public final class RingGroup implements GroupImpl {
     @Override
     public void membersAreJdist(JobTable table, Map<String, String> env) {
         if (size == 1 || mesh != null) return;
-        formMesh(AlgorithmPolicy.fromEnvironment(env), "rank " + rank);
+        formMesh(AlgorithmPolicy.fromEnvironment(env), hostId(env), "rank " + rank);
     }
 
+    /**
+     * This rank's host identity for the hierarchy (spec collectives.md §10.11): {@code JDIST_HOST_ID} when set (ranks on
+     * one machine that should act as separate hosts: tests, containers sharing a kernel), else the kernel's boot id.
+     */
+    static long hostId(Map<String, String> env) {
+        String forced = env.get(HOST_ID_VARIABLE);
+        if (forced == null || forced.isBlank()) return PeerMesh.thisHostId();
+        return PeerMesh.hostIdOf("set:" + forced.strip());
+    }
+
+    /** Overrides the host identity the hierarchical algorithms group ranks by. */
+    public static final String HOST_ID_VARIABLE = "JDIST_HOST_ID";
+
     /** Binds the mesh listener on this rank's ring address, exchanges the records over the ring, forms the mesh. */
-    private void formMesh(AlgorithmPolicy policy, String who) {
+    private void formMesh(AlgorithmPolicy policy, long hostId, String who) {
         transport.checkUsable("forming the peer mesh");
         InetAddress ip = settings.hostfile().addresses(rank).getFirst().socketAddress().getAddress();
         ServerSocketChannel listener = PeerMesh.listen(ip, "rank " + rank);
         PeerMesh m;
         try {
-            byte[] mine = PeerMesh.record(listener, PeerMesh.thisHostId(), policy.digest());
+            byte[] mine = PeerMesh.record(listener, hostId, policy.digest());
             Array all = Array.zeros(DType.UINT8, PeerMesh.RECORD_BYTES * size);
             allGather(Array.fromBytes(DType.UINT8, mine, mine.length), all);
             m = PeerMesh.form(new PeerMesh.Settings(rank, settings.timeout(), settings.jobToken(), settings.spinMicros(),
@@ -456,7 +476,7 @@ public final class RingGroup implements GroupImpl {
             RingConnector.closeQuietly(listener);
             throw e;
         }
-        mesh = new MeshState(m, new Topology(size, m.hosts(), transport instanceof ShmTransport), policy);
+        mesh = new MeshState(m, new Topology(size, m.hosts(), transport instanceof ShmTransport), hostId, policy);
     }
 
     /** jdist-internal: the peer mesh, once every member is known to be jdist (for operations that need any peer). */
@@ -469,6 +489,12 @@ public final class RingGroup implements GroupImpl {
     public Optional<MeshTransport> meshTransport() {
         MeshState m = mesh;
         return m == null ? Optional.empty() : Optional.of(m.transport);
+    }
+
+    /** jdist-internal: which members share a host, as the mesh's members published it; empty without a mesh. */
+    public Optional<HostLayout> hostLayout() {
+        MeshState m = mesh;
+        return m == null ? Optional.empty() : Optional.of(m.layout);
     }
 
     /** The algorithm the next {@code kind} of {@code bytes} (counted as {@link CollectiveKind} says) will use. */
