@@ -1,10 +1,11 @@
 """Report of a bench/cluster/run.sh sitting: calibration summary, side-by-side tables, plots.
 
-    report.py calibration OUT_DIR               # OUT_DIR/calibration/summary.csv (+ the table on stdout)
-    report.py report OUT_DIR --rate-bps BPS     # OUT_DIR/report.md, OUT_DIR/summary.csv, OUT_DIR/cluster-n<N>.png
+    report.py calibration OUT_DIR     # OUT_DIR/calibration/summary.csv (+ the table on stdout)
+    report.py pick-rates OUT_DIR      # "N RATE" lines: per host count, the highest calibrated rate that was link-bound
+    report.py report OUT_DIR          # OUT_DIR/report.md, OUT_DIR/summary.csv, OUT_DIR/cluster-n<N>.png
 
 Reads the raw outputs run.sh writes: calibration/n<N>-<rate>-pair<i>.json (iperf3 -J), calibration/rtt.csv,
-n<N>/{jdist,mpi,gloo}-*.csv (jdist bench --csv's columns), phases.csv, meta.txt.
+n<N>/{jdist,mpi,gloo}-*.csv (jdist bench --csv's columns), n<N>/rate (the tc rate), phases.csv, meta.txt.
 """
 import argparse
 import csv
@@ -24,6 +25,10 @@ IMPL_ORDER = ["jdist", "mpi", "gloo"]
 def rate_bps(rate):
     m = re.fullmatch(r"(\d+)(kbit|mbit|gbit)", rate)
     return int(m.group(1)) * {"kbit": 10**3, "mbit": 10**6, "gbit": 10**9}[m.group(2)] if m else None
+
+
+def rate_label(bps):
+    return f"{bps / 1e9:g} Gbit/s" if bps >= 1e9 else f"{bps / 1e6:g} Mbit/s"
 
 
 def fmt_size(b):
@@ -97,7 +102,9 @@ def calibration_table(rows, out):
 
 # ---------------------------------------------------------------- benchmarks
 def load_results(out):
-    rows = []
+    """Every row of every n<N>/<impl>-*.csv; a size seen twice (all_gather's smallest sizes round up to one element
+    per rank) keeps its first row."""
+    rows, seen = [], set()
     for path in sorted(glob.glob(os.path.join(out, "n*", "*.csv"))):
         impl = os.path.basename(path).split("-")[0]
         if impl not in IMPL_LABEL:
@@ -105,11 +112,15 @@ def load_results(out):
         with open(path) as f:
             for r in csv.DictReader(line for line in f if line.strip()):
                 try:
-                    rows.append({"impl": impl, "op": r["op"], "mode": r["mode"], "n": int(r["ranks"]), "bytes": int(r["size_bytes"]),
-                                 "median_us": float(r["median_us"]), "p99_us": float(r["p99_us"]), "busbw": float(r["busbw_GBps"]),
-                                 "wrong": int(r["wrong"])})
-                except (KeyError, ValueError):
-                    pass  # a truncated line of a run that was cut short
+                    row = {"impl": impl, "op": r["op"], "mode": r["mode"], "n": int(r["ranks"]), "bytes": int(r["size_bytes"]),
+                           "median_us": float(r["median_us"]), "p99_us": float(r["p99_us"]), "busbw": float(r["busbw_GBps"]),
+                           "wrong": int(r["wrong"])}
+                except (KeyError, ValueError, TypeError):
+                    continue  # a truncated line of a run that was cut short
+                key = (impl, row["op"], row["n"], row["bytes"])
+                if key not in seen:
+                    seen.add(key)
+                    rows.append(row)
     return rows
 
 
@@ -132,11 +143,36 @@ def table(rows, n, op, link_gbs):
     return "\n".join(lines)
 
 
-def headline(rows, link_gbs):
+def pick_rates(out):
+    """Per host count, the highest calibrated rate whose every stream reached 90 % of the TCP ceiling (else the lowest)."""
+    picks = {}
+    for r in calibration(out):
+        bps = rate_bps(r["rate"])
+        if not bps:
+            continue
+        best = picks.get(r["n"])
+        link = r["bound_by"] == "link"
+        if best is None or (link and (not best[2] or bps > best[1])) or (not link and not best[2] and bps < best[1]):
+            picks[r["n"]] = (r["rate"], bps, link)
+    return picks
+
+
+def link_rates(out, ns):
+    """Host count -> (tc rate, bytes per second) of the benchmarks, from n<N>/rate."""
+    rates = {}
+    for n in ns:
+        with open(os.path.join(out, f"n{n}", "rate")) as f:
+            rate = f.read().strip()
+        rates[n] = (rate, rate_bps(rate) / 8)
+    return rates
+
+
+def headline(rows, links):
     """The issue's summary: 4 B latency, 1 MiB and largest busbw, all_sum, per N."""
     lines = ["| hosts | op | 4 B (all_gather: smallest) median µs: " + " / ".join(IMPL_LABEL[i] for i in IMPL_ORDER) +
              " | 1 MiB busbw GB/s | largest size busbw GB/s (share of link) |", "|---:|---|---|---|---|"]
     for n in sorted({r["n"] for r in rows}):
+        link_gbs = links[n][1] / 1e9
         for op in ("all_sum", "all_gather"):
             sel = [r for r in rows if r["n"] == n and r["op"] == op]
             if not sel:
@@ -158,11 +194,11 @@ def headline(rows, link_gbs):
 
             def busbw_share(r):
                 return f"{r['busbw']:.3f} ({100 * r['busbw'] / link_gbs:.0f} %)"
-            lines.append(f"| {n} | {op} | {cell(small, median)} | {cell(1 << 20, busbw)} | {fmt_size(big)}: {cell(big, busbw_share)} |")
+            lines.append(f"| {n} ({rate_label(links[n][1] * 8)}) | {op} | {cell(small, median)} | {cell(1 << 20, busbw)} | {fmt_size(big)}: {cell(big, busbw_share)} |")
     return "\n".join(lines)
 
 
-def plot(rows, n, link_gbs, rate_label, path):
+def plot(rows, n, link_gbs, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -194,16 +230,15 @@ def plot(rows, n, link_gbs, rate_label, path):
     axes[1].set_yscale("log")
     axes[2].set_ylim(0, 1.1)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"simulated cluster: {n} hosts (namespaces), link {rate_label} each way (tc tbf), one rank per host")
+    fig.suptitle(f"simulated cluster: {n} hosts (namespaces), link {rate_label(link_gbs * 8e9)} each way (tc tbf), one rank per host")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
-def report(out, rate_bps_value):
-    link_gbs = rate_bps_value / 8e9
-    rate_label = f"{rate_bps_value / 1e9:g} Gbit/s" if rate_bps_value >= 1e9 else f"{rate_bps_value / 1e6:g} Mbit/s"
+def report(out):
     rows = load_results(out)
+    links = link_rates(out, sorted({r["n"] for r in rows}))
     with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["impl", "op", "mode", "n", "bytes", "median_us", "p99_us", "busbw", "wrong"])
         w.writeheader()
@@ -215,14 +250,20 @@ def report(out, rate_bps_value):
     cal = calibration(out)
     if cal:
         md += ["## Calibration (iperf3 in every namespace at once)", "", calibration_table(cal, out), ""]
-    md += [f"## Side by side (link {rate_label} = {link_gbs:.3f} GB/s; busbw as a share of it; the TCP payload ceiling "
-           f"is {100 * TCP_PAYLOAD_SHARE:.1f} % of the link)", "", headline(rows, link_gbs), ""]
+    md += [f"## Side by side (busbw as a share of the link rate; the TCP payload ceiling is {100 * TCP_PAYLOAD_SHARE:.1f} % "
+           "of the link)", "", headline(rows, links), ""]
+    for n, (rate, _) in sorted(links.items()):
+        verdict = next((c["bound_by"] for c in cal if c["n"] == n and c["rate"] == rate), None)
+        if verdict != "link":
+            md += [f"**{n} hosts at {rate}: " + ("not calibrated" if verdict is None else "the calibration found this rate "
+                   "bound by the CPUs, not the link") + "; these figures measure the machine as much as the link.**", ""]
     md += ["Modes: jdist and Open MPI out-of-place (into a preallocated output); Gloo's all-reduce in place, its all-gather "
            "into preallocated views. Medians of rank 0's per-call times.", ""]
     for n in sorted({r["n"] for r in rows}):
+        link_gbs = links[n][1] / 1e9
         png = f"cluster-n{n}.png"
-        plot(rows, n, link_gbs, rate_label, os.path.join(out, png))
-        md += [f"### {n} hosts", "", f"![{n} hosts]({png})", ""]
+        plot(rows, n, link_gbs, os.path.join(out, png))
+        md += [f"### {n} hosts, link {rate_label(link_gbs * 8e9)} ({link_gbs:.3f} GB/s)", "", f"![{n} hosts]({png})", ""]
         for op in ("all_sum", "all_gather"):
             if any(r["n"] == n and r["op"] == op for r in rows):
                 md += [f"{op}:", "", table(rows, n, op, link_gbs), ""]
@@ -243,15 +284,17 @@ def report(out, rate_bps_value):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["calibration", "report"])
+    p.add_argument("what", choices=["calibration", "pick-rates", "report"])
     p.add_argument("out")
-    p.add_argument("--rate-bps", type=float, default=1e9)
     a = p.parse_args()
     if a.what == "calibration":
         rows = calibration(a.out)
         print(calibration_table(rows, a.out))
+    elif a.what == "pick-rates":
+        for n, (rate, _, _) in sorted(pick_rates(a.out).items()):
+            print(n, rate)
     else:
-        report(a.out, a.rate_bps)
+        report(a.out)
 
 
 if __name__ == "__main__":

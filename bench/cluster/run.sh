@@ -14,8 +14,10 @@ usage() {
   cat <<'EOF'
 usage: bench/cluster/run.sh [options]
   --hosts LIST         host counts to measure, e.g. 4,8,16 (default 4,8,16; --quick: 4)
-  --rate RATE          link rate for the benchmarks, a tc rate (default 1gbit)
-  --calibrate RATES    rates iperf3 calibrates, "none" = unshaped (default none,1gbit,500mbit,200mbit; --quick: the --rate)
+  --rate RATE          link rate for the benchmarks: a tc rate for every host count (default 1gbit), per host
+                       count (4:1gbit,8:1gbit,16:500mbit), or auto: for each host count the highest calibrated rate
+                       that the calibration found link-bound
+  --calibrate RATES    rates iperf3 calibrates, "none" = unshaped (default none,2gbit,1gbit,500mbit,200mbit; --quick: the --rate)
   --impls LIST         what to measure: jdist,mpi,gloo (default all three)
   --ops LIST           all_sum,all_gather (default both)
   --max-size SIZE      largest message of the bandwidth sweep, in bytes or with KiB/MiB (default 64MiB; --quick 16MiB)
@@ -28,7 +30,7 @@ usage: bench/cluster/run.sh [options]
 EOF
 }
 
-HOSTS_LIST=4,8,16 RATE=1gbit CAL_RATES=none,1gbit,500mbit,200mbit IMPLS=jdist,mpi,gloo OPS=all_sum,all_gather
+HOSTS_LIST=4,8,16 RATE=1gbit CAL_RATES=none,2gbit,1gbit,500mbit,200mbit IMPLS=jdist,mpi,gloo OPS=all_sum,all_gather
 MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 GSO=65536
 HOSTS_SET=0 CAL_SET=0 MAX_SET=0
 while [ $# -gt 0 ]; do
@@ -71,7 +73,7 @@ rate_bps() {
 
 if [ "$QUICK" = 1 ]; then
   [ "$HOSTS_SET" = 1 ] || HOSTS_LIST=4
-  [ "$CAL_SET" = 1 ] || CAL_RATES=$RATE
+  [ "$CAL_SET" = 1 ] || [ "$RATE" = auto ] || CAL_RATES=$(echo "$RATE" | tr ',' '\n' | sed 's/^[0-9]*://' | sort -u | paste -sd,)
   [ "$MAX_SET" = 1 ] || MAX_SIZE=16MiB
 fi
 IFS=, read -r -a HOSTS <<<"$HOSTS_LIST"
@@ -84,7 +86,21 @@ for n in "${HOSTS[@]}"; do
     || die "--hosts: each count must be an even number 2..64 (iperf3 pairs the hosts), got '$n'"
   [ "$n" -gt "$MAX_N" ] && MAX_N=$n
 done
-rate_bps "$RATE" >/dev/null
+declare -A RATE_OF=()   # host count -> tc rate of the benchmarks
+if [ "$RATE" = auto ]; then
+  [ "$CALIBRATE" = 1 ] || die "--rate auto needs the calibration (drop --no-calibrate)"
+elif [[ $RATE == *:* ]]; then
+  IFS=, read -r -a parts <<<"$RATE"
+  for p in "${parts[@]}"; do
+    [[ $p =~ ^([0-9]+):(.+)$ ]] || die "--rate: '$p' is not N:RATE (e.g. 16:500mbit)"
+    rate_bps "${BASH_REMATCH[2]}" >/dev/null
+    RATE_OF[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+  done
+  for n in "${HOSTS[@]}"; do [ -n "${RATE_OF[$n]:-}" ] || die "--rate names no rate for $n hosts"; done
+else
+  rate_bps "$RATE" >/dev/null
+  for n in "${HOSTS[@]}"; do RATE_OF[$n]=$RATE; done
+fi
 for r in "${CAL[@]}"; do [ "$r" = none ] || rate_bps "$r" >/dev/null; done
 for i in "${IMPL[@]}"; do [[ $i =~ ^(jdist|mpi|gloo)$ ]] || die "--impls: unknown '$i' (jdist, mpi, gloo)"; done
 for o in "${OP[@]}"; do [[ $o =~ ^(all_sum|all_gather)$ ]] || die "--ops: unknown '$o' (all_sum, all_gather)"; done
@@ -98,7 +114,7 @@ if [ "$QUICK" = 1 ]; then
   CAL_SECONDS=3 LIMIT=600
 else
   SWEEPS=("4:16384:4:20:200" "65536:$MAX_BYTES:4:1:5")
-  CAL_SECONDS=5 LIMIT=1800
+  CAL_SECONDS=5 LIMIT=900
 fi
 SWEEP_NAMES=(latency bandwidth)
 
@@ -237,7 +253,7 @@ unshape_all() {
   echo "Open MPI: $("$MPIRUN" --version 2>&1 | head -1)"
   [[ ,$IMPLS, == *,gloo,* ]] && echo "PyTorch (gloo): $("$PY" -c 'import torch, torch.distributed as d; print(torch.__version__, "gloo available:", d.is_gloo_available())' 2>&1 | tail -1)"
   echo "iperf3: $(iperf3 --version | head -1)"
-  echo "link: tc tbf rate $RATE burst $BURST latency 10ms on both ends of every host's veth; gso_max_size $GSO; MTU 1500; no added delay"
+  echo "link: tc tbf burst $BURST latency 10ms on both ends of every host's veth, rate --rate $RATE; gso_max_size $GSO; MTU 1500; no added delay"
   echo "hosts: ${HOSTS[*]}; impls: ${IMPL[*]}; ops: ${OP[*]}; sweeps (MIN:MAX:FACTOR:WARMUP:ITERS): ${SWEEPS[*]}"
   echo "command: bench/cluster/run.sh $*"
 } >"$OUT/meta.txt"
@@ -280,7 +296,8 @@ calibrate() { # n, rate
 if [ "$CALIBRATE" = 1 ]; then
   mkdir -p "$OUT/calibration"
   echo "rate,rtt_min_us,rtt_avg_us,rtt_max_us,rtt_mdev_us" >"$OUT/calibration/rtt.csv"
-  for r in none "$RATE"; do
+  for r in none "$(printf '%s\n' "${CAL[@]}" | grep -v '^none$' | head -1)"; do
+    [ -n "$r" ] || continue
     shape_all "$r"
     echo "$r,$(ping_rtt | awk -F, '{printf "%.0f,%.0f,%.0f,%.0f", $1*1000, $2*1000, $3*1000, $4*1000}')" >>"$OUT/calibration/rtt.csv"
   done
@@ -291,12 +308,21 @@ if [ "$CALIBRATE" = 1 ]; then
     done
   done
   "$PY" "$ROOT/bench/cluster/report.py" calibration "$OUT" >&2
+  if [ "$RATE" = auto ]; then
+    while read -r n r; do RATE_OF[$n]=$r; done < <("$PY" "$ROOT/bench/cluster/report.py" pick-rates "$OUT")
+    for n in "${HOSTS[@]}"; do
+      log "rate for $n hosts (auto): ${RATE_OF[$n]}"
+      echo "rate for $n hosts (auto, from the calibration): ${RATE_OF[$n]}" >>"$OUT/meta.txt"
+    done
+  fi
 fi
 
 # ---------------------------------------------------------------- benchmarks
 bench_n() { # n
   local n=$1 d=$OUT/n$1 i s name rc spec min max f w it
   mkdir -p "$d"
+  echo "${RATE_OF[$n]}" >"$d/rate"
+  shape_all "${RATE_OF[$n]}"
   {
     printf '['
     for ((i = 0; i < n; i++)); do
@@ -320,17 +346,22 @@ bench_n() { # n
           ;;
         mpi)
           for o in "${OP[@]}"; do
-            log "$n hosts: Open MPI $o, $name sweep"
-            phase_start; rc=0
-            # --bind-to none and mpi_yield_when_idle: ranks that busy-poll on 2 shared cores starve each other otherwise;
-            # btl tcp,self: never shared memory (the namespaces share /dev/shm); tree spawn off: only the launcher has the ssh config
-            bounded "$LIMIT" "$MPIRUN" --allow-run-as-root --hostfile "$d/mpi-hosts" -np "$n" --map-by node --bind-to none \
-              --mca plm_rsh_agent ssh --mca plm_rsh_no_tree_spawn 1 --mca btl tcp,self \
-              --mca btl_tcp_if_include "$CLUSTER_SUBNET" --mca oob_tcp_if_include "$CLUSTER_SUBNET" \
-              --mca mpi_yield_when_idle 1 \
-              "$WORK/mpi_collective" "$([ "$o" = all_sum ] && echo allreduce || echo allgather)" "$min" "$max" "$it" "$w" "$f" --csv \
-              >"$d/mpi-$o-$name.csv" 2>"$d/mpi-$o-$name.log" || rc=$?
-            phase_end "$n" "mpi-$o-$name" "$rc"
+            for attempt in 1 2; do
+              log "$n hosts: Open MPI $o, $name sweep$([ "$attempt" = 2 ] && echo ", again: its daemons did not all start")"
+              phase_start; rc=0
+              # --bind-to none and mpi_yield_when_idle: ranks that busy-poll on 2 shared cores starve each other otherwise;
+              # btl tcp,self: never shared memory (the namespaces share /dev/shm); tree spawn off: only the launcher has
+              # the ssh config; orte_startup_timeout: a daemon that never reports back fails the run instead of hanging it
+              bounded "$LIMIT" "$MPIRUN" --allow-run-as-root --hostfile "$d/mpi-hosts" -np "$n" --map-by node --bind-to none \
+                --mca plm_rsh_agent ssh --mca plm_rsh_no_tree_spawn 1 --mca orte_startup_timeout 60 --mca btl tcp,self \
+                --mca btl_tcp_if_include "$CLUSTER_SUBNET" --mca oob_tcp_if_include "$CLUSTER_SUBNET" \
+                --mca mpi_yield_when_idle 1 \
+                "$WORK/mpi_collective" "$([ "$o" = all_sum ] && echo allreduce || echo allgather)" "$min" "$max" "$it" "$w" "$f" --csv \
+                >"$d/mpi-$o-$name.csv" 2>>"$d/mpi-$o-$name.log" || rc=$?
+              phase_end "$n" "mpi-$o-$name" "$rc"
+              # retry only a start-up failure (no row at all), never a run that measured something
+              [ "$rc" != 0 ] && [ "$(grep -c '^all_' "$d/mpi-$o-$name.csv")" = 0 ] || break
+            done
           done
           ;;
         gloo)
@@ -350,10 +381,10 @@ bench_n() { # n
 }
 
 if [ "$BENCH" = 1 ]; then
-  shape_all "$RATE"
   for n in "${HOSTS[@]}"; do
+    log "$n hosts at ${RATE_OF[$n]}"
     bench_n "$n"
   done
-  "$PY" "$ROOT/bench/cluster/report.py" report "$OUT" --rate-bps "$(rate_bps "$RATE")" >&2
+  "$PY" "$ROOT/bench/cluster/report.py" report "$OUT" >&2
 fi
 log "done: $OUT (report.md, plots, raw outputs)"
