@@ -105,7 +105,7 @@ public final class NetnsCluster implements AutoCloseable {
         long pid = ProcessHandle.current().pid();
         this.tag = pid + "x" + Integer.toString(COUNTER.incrementAndGet(), 36);
         this.bridge = "jb" + tag;
-        if (bridge.length() > 15 || ("jv" + tag + "h" + (hosts - 1)).length() > 15) {
+        if (bridge.length() > 15 || bridgePort(hosts - 1).length() > 15) {
             throw new IllegalStateException("interface names too long for tag " + tag);
         }
         try {
@@ -204,6 +204,16 @@ public final class NetnsCluster implements AutoCloseable {
     /** The network namespace name of host i (for {@code ip netns exec}). */
     public String namespace(int i) {
         return namespaces.get(i);
+    }
+
+    /** The bridge in the root namespace that joins the hosts. */
+    public String bridgeName() {
+        return bridge;
+    }
+
+    /** The root-namespace end of host i's veth pair (attached to the bridge; traffic towards host i leaves through it). */
+    public String bridgePort(int i) {
+        return "jv" + tag + "h" + i;
     }
 
     /** The {@code ssh -F} configuration file. */
@@ -339,7 +349,7 @@ public final class NetnsCluster implements AutoCloseable {
 
             for (int i = 0; i < hosts; i++) {
                 String ns = namespace(i);
-                String veth = "jv" + tag + "h" + i;
+                String veth = bridgePort(i);
                 String peer = "jp" + tag + "h" + i;
                 run("ip", "netns", "add", ns);
                 run("ip", "link", "add", veth, "type", "veth", "peer", "name", peer);
