@@ -6,6 +6,7 @@ import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.ReduceOp;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.Liveness;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -75,6 +76,10 @@ final class MpiGroup implements GroupImpl {
     @Override public int size() { return size; }
 
     @Override public String backendName() { return "mpi"; }
+
+    /** The job's liveness watch ends MPI waits (and the job) when a rank is lost; see {@link MpiRuntime#useLiveness}. */
+    @Override
+    public void useLiveness(Liveness liveness) { rt.useLiveness(liveness); }
 
     private String where() { return "rank " + rank + " of " + size; }
 

@@ -172,6 +172,37 @@ class NcclProcessesIT {
         }
     }
 
+    /**
+     * Between jdist ranks (a job token) the liveness watch runs beside NCCL: with JDIST_TIMEOUT unset (30 min) a stopped
+     * peer still ends rank 0's all_sum within JDIST_HEARTBEAT, through ncclCommAbort, as PeerUnresponsiveException.
+     */
+    @Test
+    void withAJobTokenTheLivenessWatchEndsTheWaitForAStoppedPeerWithinTheHeartbeat() throws Exception {
+        NcclStubLibraries stubs = NcclStubLibraries.get();
+        Path world = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "nccl-world-");
+        int port = FreePorts.one();
+        int[] index = new int[2];
+        for (int r = 0; r < 2; r++) {
+            Map<String, String> env = new java.util.HashMap<>(stubs.env());
+            env.put("JDIST_STUB_NCCL_WORLD_DIR", world.toString());
+            env.put("JDIST_JOB_TOKEN", "nccl-liveness-test-token");
+            env.put("JDIST_HEARTBEAT", "2s");
+            index[r] = start(NcclFaultProgram.class, rankEnv(r, 2, port, 30_000, env), "stop");
+        }
+        Result rank0 = finish(index[0]);
+        assertThat(rank0.exit()).as(rank0.out()).isEqualTo(3);
+        assertThat(rank0.out()).contains("FIRST OK 0").doesNotContain("RETURNED")
+                .contains("ERROR PeerUnresponsiveException rank=0 op=all_sum float32[4] ").contains("its process is stopped");
+        long after = Long.parseLong(rank0.out().replaceAll("(?s).*after=(\\d+).*", "$1"));
+        System.out.printf("[NcclProcessesIT] stop with the watch: rank 0 failed after %d ms%n", after);
+        assertThat(after).as("found by the heartbeat (2 s), not the 30 min deadline").isLessThan(60_000L);
+        try (var files = Files.walk(world)) {
+            assertThat(files.anyMatch(f -> f.getFileName().toString().equals("abort.0"))).as("rank 0 called ncclCommAbort")
+                    .isTrue();
+        }
+        procs.close();
+    }
+
     @Test
     void withoutLibrariesTheRankReportsWhyAndStrictInitIsAConfigError() throws Exception {
         Map<String, String> env = Map.of("JDIST_NCCL_LIBRARY", "/nonexistent/libnccl.so.2",
