@@ -191,13 +191,14 @@ echo "n,phase,seconds,cpu_busy_pct,load1_before,load1_after,exit" >"$OUT/phases.
 # ---------------------------------------------------------------- build
 log "building jdist and the cluster fixture"
 JDIST_CLI_JAVA_OPTS="" "$ROOT/bin/jdist" --version >/dev/null
-CLI=$ROOT/jdist-cli
-if [ ! -f "$CLI/target/test.classpath" ] || [ ! -f "$CLI/target/test-classes/dev/jdist/testing/NetnsClusterMain.class" ] \
-    || [ -n "$(find "$CLI/src/test/java/dev/jdist/testing" -newer "$CLI/target/test-classes/dev/jdist/testing/NetnsClusterMain.class" -print -quit)" ]; then
+# the cluster fixture lives in the jdist-testing module (NetnsCluster, NetnsClusterMain)
+TESTING=$ROOT/jdist-testing
+if [ ! -f "$TESTING/target/classpath.txt" ] || [ ! -f "$TESTING/target/classes/dev/jdist/testing/NetnsClusterMain.class" ] \
+    || [ -n "$(find "$TESTING/src/main/java" -newer "$TESTING/target/classes/dev/jdist/testing/NetnsClusterMain.class" -print -quit)" ]; then
   jdist_find_maven
-  MVN=(mvn -B -q -pl jdist-cli -am test-compile dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/test.classpath)
+  MVN=(mvn -B -q -pl jdist-testing -am compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt)
   (cd "$ROOT" && { "${MVN[@]}" -o >"$WORK/mvn.log" 2>&1 || "${MVN[@]}" >"$WORK/mvn.log" 2>&1; }) \
-    || { tail -30 "$WORK/mvn.log" >&2; die "building the test classes (NetnsCluster) failed"; }
+    || { tail -30 "$WORK/mvn.log" >&2; die "building the cluster fixture (jdist-testing) failed"; }
 fi
 MPICC=$(command -v mpicc.openmpi || command -v mpicc)
 MPIRUN=$(command -v mpirun.openmpi || command -v mpirun)
@@ -205,7 +206,7 @@ MPIRUN=$(command -v mpirun.openmpi || command -v mpirun)
 
 # ---------------------------------------------------------------- the cluster
 log "starting $MAX_N namespaces with sshd"
-"$JAVA_HOME/bin/java" -cp "$CLI/target/test-classes:$(cat "$CLI/target/test.classpath")" \
+"$JAVA_HOME/bin/java" -cp "$TESTING/target/classes:$(cat "$TESTING/target/classpath.txt")" \
   dev.jdist.testing.NetnsClusterMain "$MAX_N" "$WORK/cluster.env" $$ >"$OUT/cluster.log" 2>&1 &
 CLUSTER_PID=$!
 for _ in $(seq 240); do
