@@ -10,6 +10,8 @@ set -euo pipefail
 ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 # shellcheck source=../bin/lib/common.sh
 source "$ROOT/bin/lib/common.sh"
+# shellcheck source=lib/report.sh
+source "$ROOT/bench/lib/report.sh"
 jdist_own_path
 jdist_find_jdk
 OUT=${1:-$ROOT/bench-results/flight-$(date -u +%Y%m%d-%H%M%S)}
@@ -18,25 +20,13 @@ mkdir -p "$OUT"
 JDIST="$ROOT/bin/jdist"
 JAVA="$JDIST_JDK/bin/java"
 
-machine() {
-  echo "# $(date -u '+%Y-%m-%d %H:%M UTC') host $(hostname), $(nproc) cores, $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
-  echo "# $("$JAVA" -version 2>&1 | head -1); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-}
 
-run() { # name, command...
-  local name=$1; shift
-  echo "== $name: $*" >&2
-  { machine; echo "# command: $*"; "$@" 2>&1; machine; } > "$OUT/$name.txt"
-}
 
 "$JDIST" --version >/dev/null   # builds jdist once, before anything is timed
-if [ ! -f "$ROOT/jdist-jmh/target/benchmarks.jar" ] || [ -n "$(find "$ROOT/jdist-core/src/main" "$ROOT/jdist-jmh/src/main" -newer "$ROOT/jdist-jmh/target/benchmarks.jar" -print -quit)" ]; then
-  jdist_find_maven
-  (cd "$ROOT" && jdist_mvn -B -q package -Dmaven.test.skip=true -Dmaven.javadoc.skip=true -Dmaven.source.skip=true -pl jdist-jmh -am)
-fi
+bench_jmh_jar
 
 # 1. The group's own cost per operation, without JFR recording (jfr=none), recorder off and on.
-run jmh-flight "$JAVA" -jar "$ROOT/jdist-jmh/target/benchmarks.jar" OperationTrace -p jfr=none -p flight=0,1024 \
+bench_run jmh-flight "$JAVA" -jar "$ROOT/jdist-jmh/target/benchmarks.jar" OperationTrace -p jfr=none -p flight=0,1024 \
   -prof gc -wi 3 -i 5 -w 1s -r 1s
 
 # 2. Whole operations, off and on alternately.
