@@ -76,6 +76,9 @@ public final class MeshTransport {
             mesh.breakWith(e);
             throw mesh.explain(e);
         } catch (RuntimeException | Error e) {
+            // the watch closed the sockets under the operation (a cancelled key, a closed selector): its error says why
+            DistributedException w = mesh.watchCause(e);
+            if (w != null) throw w;
             // anything unexpected mid-operation leaves the byte streams out of step: the group cannot go on
             mesh.breakWith(new PeerLostException("rank " + rank + ": " + opName + " failed unexpectedly (" + e
                     + "); the members' byte streams are out of step, so the group is closed", e));

@@ -6,6 +6,7 @@ import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
 import dev.jdist.spi.Liveness;
+import dev.jdist.spi.WatchVerdict;
 
 import java.io.Closeable;
 import java.io.IOException;
@@ -119,10 +120,8 @@ public final class PeerMesh implements AutoCloseable {
     /** {@code JDIST_TIMEOUT}, or the liveness watch's progress deadline once it runs. */
     private volatile long timeoutNanos;
     private volatile String timeoutText;
-    /** The job's liveness watch (every member is jdist), or null. */
-    private volatile Liveness liveness;
-    /** Set when the watch ended the mesh from its own thread: a waiting operation fails with the watch's error. */
-    private volatile DistributedException aborted;
+    /** The liveness watch's verdict, when every member is jdist and the watch ended the mesh from its own thread. */
+    private final WatchVerdict watch = new WatchVerdict();
     private final Selector selector;
     private final ServerSocketChannel listener;
     private final PeerConnection[] connections;
@@ -415,39 +414,26 @@ public final class PeerMesh implements AutoCloseable {
      * it finds anywhere in the job ends the mesh at once — its sockets close, a waiting operation wakes and throws the
      * watch's error ({@link #checkAborted}) instead of waiting for the deadline.
      */
-    public void useLiveness(Liveness watch) {
-        setTimeout(watch.progressDeadline());
-        this.liveness = watch;
-        watch.onFailure(cause -> {
-            if (closed || aborted != null) return;
-            aborted = cause;
+    public void useLiveness(Liveness liveness) {
+        setTimeout(liveness.progressDeadline());
+        watch.listen(liveness, cause -> {
+            if (closed) return;
             breakWith(cause);
             selector.wakeup();
         });
     }
 
     /** Throws the watch's error when it ended the mesh; transports call it where they would otherwise sleep. */
-    public void checkAborted() {
-        DistributedException a = aborted;
-        if (a != null) throw watchFailure(a);
-    }
+    public void checkAborted() { watch.check(); }
 
     /**
      * The error to throw for {@code e}, a failure seen by an operation: when the watch ended the mesh, its error (it says
      * where the failure began), with {@code e} suppressed; otherwise {@code e}.
      */
-    public DistributedException explain(DistributedException e) {
-        if (aborted == null) return e;
-        DistributedException w = watchFailure(aborted);
-        if (w != e) w.addSuppressed(e);
-        return w;
-    }
+    public DistributedException explain(DistributedException e) { return watch.explain(e); }
 
-    private DistributedException watchFailure(DistributedException fallback) {
-        Liveness l = liveness;
-        DistributedException f = l == null ? null : l.failure();
-        return f != null ? f : fallback;
-    }
+    /** When the watch ended the mesh: its error, with {@code e} (what closing the sockets caused) suppressed; else null. */
+    public DistributedException watchCause(Throwable e) { return watch.cause(e); }
 
     public void breakWith(DistributedException cause) {
         if (broken == null) broken = cause;

@@ -136,16 +136,8 @@ class NcclProcessesIT {
     @CsvSource({"stop, 3s, DeadlineExceededException", "exit, 60s, PeerLostException"})
     void aStoppedOrDeadPeerEndsInAbortAndTheTypedErrorAndCloseReturnsWithinSeconds(String scenario, String timeout,
                                                                                 String error) throws Exception {
-        NcclStubLibraries stubs = NcclStubLibraries.get();
         Path world = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "nccl-world-");
-        int port = FreePorts.one();
-        int[] index = new int[2];
-        for (int r = 0; r < 2; r++) {
-            Map<String, String> env = new java.util.HashMap<>(stubs.env());
-            env.put("JDIST_STUB_NCCL_WORLD_DIR", world.toString());
-            env.put("JDIST_TIMEOUT", timeout);
-            index[r] = start(NcclFaultProgram.class, rankEnv(r, 2, port, 30_000, env), scenario);
-        }
+        int[] index = startFaultPair(world, scenario, Map.of("JDIST_TIMEOUT", timeout));
         Result rank0 = finish(index[0]);
         assertThat(rank0.exit()).as(rank0.out()).isEqualTo(3);
         assertThat(rank0.out()).contains("FIRST OK 0").doesNotContain("RETURNED")
@@ -178,17 +170,8 @@ class NcclProcessesIT {
      */
     @Test
     void withAJobTokenTheLivenessWatchEndsTheWaitForAStoppedPeerWithinTheHeartbeat() throws Exception {
-        NcclStubLibraries stubs = NcclStubLibraries.get();
         Path world = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "nccl-world-");
-        int port = FreePorts.one();
-        int[] index = new int[2];
-        for (int r = 0; r < 2; r++) {
-            Map<String, String> env = new java.util.HashMap<>(stubs.env());
-            env.put("JDIST_STUB_NCCL_WORLD_DIR", world.toString());
-            env.put("JDIST_JOB_TOKEN", "nccl-liveness-test-token");
-            env.put("JDIST_HEARTBEAT", "2s");
-            index[r] = start(NcclFaultProgram.class, rankEnv(r, 2, port, 30_000, env), "stop");
-        }
+        int[] index = startFaultPair(world, "stop", Map.of("JDIST_JOB_TOKEN", "nccl-liveness-test-token", "JDIST_HEARTBEAT", "2s"));
         Result rank0 = finish(index[0]);
         assertThat(rank0.exit()).as(rank0.out()).isEqualTo(3);
         assertThat(rank0.out()).contains("FIRST OK 0").doesNotContain("RETURNED")
@@ -201,6 +184,20 @@ class NcclProcessesIT {
                     .isTrue();
         }
         procs.close();
+    }
+
+    /** Two NcclFaultProgram ranks against the stub libraries in {@code world}, with {@code extra} in their environment. */
+    private int[] startFaultPair(Path world, String scenario, Map<String, String> extra) throws Exception {
+        NcclStubLibraries stubs = NcclStubLibraries.get();
+        int port = FreePorts.one();
+        int[] index = new int[2];
+        for (int r = 0; r < 2; r++) {
+            Map<String, String> env = new java.util.HashMap<>(stubs.env());
+            env.put("JDIST_STUB_NCCL_WORLD_DIR", world.toString());
+            env.putAll(extra);
+            index[r] = start(NcclFaultProgram.class, rankEnv(r, 2, port, 30_000, env), scenario);
+        }
+        return index;
     }
 
     @Test
