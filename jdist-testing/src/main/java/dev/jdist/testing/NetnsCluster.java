@@ -46,7 +46,8 @@ import java.util.stream.Stream;
  * {@code ip netns exec} binds over {@code /etc/hosts}; removed by close). {@link #addNetwork()} gives every host one
  * more interface on a separate bridge, for tests of hosts with two networks.
  *
- * <p>Sessions started by each sshd get {@code PATH=<stubDir(i)>:...}, {@code JDIST_TEST_HOST=<alias>} and
+ * <p>Sessions started by each sshd get {@code PATH=<stubDir(i)>:...}, {@code JDIST_TEST_HOST=<alias>},
+ * {@code JDIST_HOST_ID=<alias>} (the namespaces share one kernel, so its boot id would make them one host to jdist) and
  * {@code HOME=<homeDir(i)>} (so the machine's own dotfiles do not run), so
  * {@link #putStub} can shadow system commands (system_profiler, ifconfig, ...) per host. The filesystem is
  * shared with the test (same java, same jars, same temp directories).
@@ -418,7 +419,7 @@ public final class NetnsCluster implements AutoCloseable {
                 "LogLevel INFO",
                 // HOME points at the host's own folder so sessions do not run the machine user's shell start-up
                 // files (a ~/.bashrc that, say, waits on a pyenv lock would stall every ssh call of every test)
-                "SetEnv PATH=" + path + " JDIST_TEST_HOST=" + hostName(i) + " HOME=" + hostDir,
+                "SetEnv PATH=" + path + " JDIST_TEST_HOST=" + hostName(i) + " JDIST_HOST_ID=" + hostName(i) + " HOME=" + hostDir,
                 "");
         Files.writeString(hostDir.resolve("sshd_config"), cfg);
     }
