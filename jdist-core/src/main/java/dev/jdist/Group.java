@@ -253,7 +253,7 @@ public final class Group implements AutoCloseable {
         return out;
     }
 
-    /** §2.5/§2.6: at call time; any size-1 group (singleton or a 1-member split) has no peer. */
+    /** docs/reference/collectives.md §2.5/§2.6: at call time; any size-1 group (singleton or a 1-member split) has no peer. */
     private void checkPeer(String what, int peer) {
         if (size() == 1) throw new IllegalArgumentException("cannot " + what + " a singleton group (size 1)");
         if (peer < 0 || peer >= size()) {

@@ -10,7 +10,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
 /**
- * Runs a group's operations one at a time in issue order (spec collectives.md §2.6), whichever
+ * Runs a group's operations one at a time in issue order (docs/reference/collectives.md §2.6), whichever
  * threads issue them and whether sync or async. It is also the one place every operation passes: it computes the
  * operation's {@link OperationFingerprint}, publishes it to the liveness watch ({@link LocalActivity}), lets the
  * group's {@link Watch} check it before it runs and explain its failure, and fills the failure's facts.

@@ -10,7 +10,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Computes every rank's environment for the ring, jaccl, jaccl-ring and nccl backends (launcher.md §4–§5),
+ * Computes every rank's environment for the ring, jaccl, jaccl-ring and nccl backends (docs/reference/launcher.md §4–§5),
  * and validates the host list for the backend first. Pure: no processes, no files.
  */
 public final class EnvironmentPlan {

@@ -15,7 +15,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Starts every rank, broadcasts stdin, watches the ranks and applies the failure rule (launcher.md §6–§8):
+ * Starts every rank, broadcasts stdin, watches the ranks and applies the failure rule (docs/reference/launcher.md §6–§8):
  * the first rank that fails on its own ends all others; a signal to the launcher ends all ranks; the exit
  * status says what happened.
  */

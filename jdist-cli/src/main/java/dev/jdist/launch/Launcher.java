@@ -19,7 +19,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
-/** {@code jdist launch} from arguments to exit status, in the order of launcher.md §1.5. */
+/** {@code jdist launch} from arguments to exit status, in the order of docs/reference/launcher.md §1.5. */
 public final class Launcher {
 
     private final PrintStream out;

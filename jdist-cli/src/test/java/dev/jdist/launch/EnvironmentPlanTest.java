@@ -13,7 +13,7 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** launcher.md §4–§5 worked examples. */
+/** docs/reference/launcher.md §4–§5 worked examples. */
 class EnvironmentPlanTest {
 
     private static final List<HostEntry> THREE_BY_TWO = Hostfile.parse("h", """

@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 
-/** The algorithms a group of jdist ranks chooses from (spec collectives.md §10.5–§10.9), by the names users write. */
+/** The algorithms a group of jdist ranks chooses from (docs/reference/collectives.md §10.5–§10.9), by the names users write. */
 public enum Algorithm {
     /** The ring: MLX's schedules (§3.6, §3.7) and jdist's ring sum_scatter (§9), on the ring's own connections. */
     RING("ring", "the ring", EnumSet.allOf(CollectiveKind.class)),

@@ -11,7 +11,7 @@ import java.util.EnumMap;
 import java.util.Map;
 
 /**
- * How a group of jdist ranks chooses the algorithm of each collective (spec collectives.md §10.9): {@code JDIST_ALGO}
+ * How a group of jdist ranks chooses the algorithm of each collective (docs/reference/collectives.md §10.9): {@code JDIST_ALGO}
  * forces one, else the first matching rule of {@code JDIST_ALGO_RULES}'s file, else of jdist's defaults, else the ring.
  * {@link #choose} is the one place that decides; every rank must decide alike, so the members compare
  * {@link #digest()}s when the mesh forms.

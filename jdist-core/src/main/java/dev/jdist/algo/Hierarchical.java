@@ -9,7 +9,7 @@ import static dev.jdist.mesh.MeshSchedule.Buffer.SCRATCH;
 import static dev.jdist.mesh.MeshSchedule.Buffer.WORK;
 
 /**
- * The hierarchical algorithms (spec collectives.md §10.11): for members that share hosts, the messages between members
+ * The hierarchical algorithms (docs/reference/collectives.md §10.11): for members that share hosts, the messages between members
  * of one host (which the mesh moves through shared memory) are kept apart from those between hosts (the network), and
  * the network carries each byte once per host instead of once per member.
  *

@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Which members of a group share a host, as the hierarchical algorithms see it (spec collectives.md §10.11): hosts are
+ * Which members of a group share a host, as the hierarchical algorithms see it (docs/reference/collectives.md §10.11): hosts are
  * numbered in the order of their lowest rank, and a member's local index is its place among its host's members in rank
  * order. Pure data, the same on every member (it is computed from the host ids every member published).
  */

@@ -1,7 +1,7 @@
 package dev.jdist.algo;
 
 /**
- * What the choice of an algorithm knows about where a group's members run (spec collectives.md §10.9). One record, so
+ * What the choice of an algorithm knows about where a group's members run (docs/reference/collectives.md §10.9). One record, so
  * that later rules (ranks per host, a hierarchy inside hosts) add fields here and conditions in {@link AlgorithmRules},
  * and {@link AlgorithmPolicy#choose} stays the one place that decides.
  *

@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.TreeSet;
 
 /**
- * One rank's part of an operation between the members of a {@link PeerMesh}, as plain data (spec collectives.md §10.3):
+ * One rank's part of an operation between the members of a {@link PeerMesh}, as plain data (docs/reference/collectives.md §10.3):
  * an ordered list of {@link Step}s, each a set of messages to and from any members followed by local combines. Built
  * by pure functions (the algorithms in {@code dev.jdist.algo}, tested without sockets); {@link MeshTransport} runs it.
  *
@@ -50,9 +50,9 @@ public record MeshSchedule(List<Step> steps, long scratchBytes) {
 
     /**
      * A local reduction after a step's messages: {@code into[intoOffset, +bytes) := op(left, right)} element by element,
-     * where the left operand is {@code from}'s bytes when {@code fromIsLeft}, else {@code into}'s own (spec §1.3's
+     * where the left operand is {@code from}'s bytes when {@code fromIsLeft}, else {@code into}'s own (docs/reference/collectives.md §1.3's
      * {@code acc := op(acc, inc)} with acc the left operand). Which side is left decides NaN ties and float rounding,
-     * so it is part of the algorithm (spec §10.4). With {@code fromIsLeft} the {@code from} range may be overwritten (a
+     * so it is part of the algorithm (docs/reference/collectives.md §10.4). With {@code fromIsLeft} the {@code from} range may be overwritten (a
      * transport forms the result there and copies it), so a schedule never reads it again before receiving into it.
      */
     public record Combine(Buffer into, long intoOffset, Buffer from, long fromOffset, long bytes, boolean fromIsLeft) {

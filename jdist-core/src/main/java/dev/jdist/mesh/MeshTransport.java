@@ -24,9 +24,9 @@ import java.util.List;
  * step's messages all progress together (so two members exchanging large messages never wait on each other's kernel
  * buffers), received bytes go straight into their buffer, and when nothing can move the thread polls for
  * {@code JDIST_RING_SPIN_US} (yielding the CPU) and then sleeps in the mesh's selector. A step's combines run once all
- * its messages are through (spec collectives.md §10.3).
+ * its messages are through (docs/reference/collectives.md §10.3).
  *
- * <p>Failures (spec §10.2): a connection that ends or fails, or no byte of progress for {@code JDIST_TIMEOUT} while bytes
+ * <p>Failures (docs/reference/collectives.md §10.2): a connection that ends or fails, or no byte of progress for {@code JDIST_TIMEOUT} while bytes
  * are still expected, fails the operation with {@link PeerLostException} or {@link DeadlineExceededException} naming this
  * rank, the peer and its address, and breaks the mesh ({@link PeerMesh#breakWith}). The caller breaks the rest of its
  * group with the same cause.

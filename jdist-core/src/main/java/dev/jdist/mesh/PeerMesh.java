@@ -38,7 +38,7 @@ import java.util.Map;
 import java.util.function.Function;
 
 /**
- * Direct connections between any two members of a group whose members are all jdist (spec collectives.md §10.1–§10.2):
+ * Direct connections between any two members of a group whose members are all jdist (docs/reference/collectives.md §10.1–§10.2):
  * the medium of the size-aware algorithms and of any operation that needs a peer other than a ring neighbour.
  *
  * <p>Life cycle. (1) Every member binds a listener ({@link #listen}) and builds its {@link #record}; (2) the members
@@ -72,7 +72,7 @@ public final class PeerMesh implements AutoCloseable {
 
     /**
      * The two proofs of a handshake, keyed with one secret: HMAC-SHA256 of a fixed label, the channel number and two
-     * 32-byte values (spec collectives.md §9). The ring's {@code RingAuthenticator} is one; the mesh takes it from the
+     * 32-byte values (docs/reference/collectives.md §9). The ring's {@code RingAuthenticator} is one; the mesh takes it from the
      * caller so that this package depends on no backend.
      */
     public interface Proofs {
@@ -483,7 +483,7 @@ public final class PeerMesh implements AutoCloseable {
         return b;
     }
 
-    /** The handshake's proofs are bound to this group and to both ranks (spec §10.2). */
+    /** The handshake's proofs are bound to this group and to both ranks (docs/reference/collectives.md §10.2). */
     private byte[] binding(int connectorRank, int acceptorRank, byte[] nonceC) {
         try {
             MessageDigest d = MessageDigest.getInstance("SHA-256");
@@ -603,7 +603,7 @@ public final class PeerMesh implements AutoCloseable {
         }
     }
 
-    // ------------------------------------------------------------------ the handshake (spec §10.2)
+    // ------------------------------------------------------------------ the handshake (docs/reference/collectives.md §10.2)
 
     /**
      * The mesh handshake, either side, non-blocking:

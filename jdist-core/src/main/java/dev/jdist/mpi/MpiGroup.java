@@ -17,7 +17,7 @@ import java.util.Arrays;
 import java.util.function.LongFunction;
 
 /**
- * A group over one MPI communicator (spec collectives.md §5.3): {@code MPI_COMM_WORLD} for the world
+ * A group over one MPI communicator (docs/reference/collectives.md §5.3): {@code MPI_COMM_WORLD} for the world
  * group, or a communicator made by {@code MPI_Comm_split}. Counts above {@link #maxCount} elements
  * (C {@code int}, 2^31−1) are split into several calls; non-native (heap) arrays are staged through
  * native memory.

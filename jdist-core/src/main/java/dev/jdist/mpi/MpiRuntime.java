@@ -21,7 +21,7 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * Process-wide MPI state (spec collectives.md §5.2): the one library, {@code MPI_Init_thread} at most
+ * Process-wide MPI state (docs/reference/collectives.md §5.2): the one library, {@code MPI_Init_thread} at most
  * once, the float16/bfloat16 types and user ops created once, {@code MPI_Finalize} once. Every MPI call
  * goes through here: when the library grants less than {@code MPI_THREAD_MULTIPLE}, calls are
  * serialised with one process-wide lock.

@@ -17,7 +17,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
 /**
- * One NCCL communicator on one GPU, with its CUDA stream (spec §6.4).
+ * One NCCL communicator on one GPU, with its CUDA stream (docs/reference/collectives.md §6.4).
  *
  * <p>Host {@link Array}s reach it through {@link Group} and are staged: copied into device buffers
  * that this group keeps and reuses (growing them when an array is larger than any before), reduced

@@ -35,14 +35,14 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * A ring group (spec collectives.md §3): this rank's connections to its two neighbours and the
+ * A ring group (docs/reference/collectives.md §3): this rank's connections to its two neighbours and the
  * operations over them. Schedules come from {@link RingSchedule}, bytes move in a {@link RingTransport}
  * ({@link TcpTransport}, or {@link ShmTransport} with {@code JDIST_TRANSPORT=shm}). A 1-rank ring (hostfile
  * with one entry) has no sockets; {@link dev.jdist.Group} turns its collectives into identities.
  *
  * <p>When every member is known to be jdist ({@link #membersAreJdist}), the group also forms a {@link PeerMesh}
  * (connections to any member, made on demand) and chooses each collective's algorithm by size, rank count and topology
- * ({@link AlgorithmPolicy}, spec §10): the ring, or a mesh algorithm run by a {@link MeshTransport}. Until then, and
+ * ({@link AlgorithmPolicy}, docs/reference/collectives.md §10): the ring, or a mesh algorithm run by a {@link MeshTransport}. Until then, and
  * always with MLX peers, every operation is MLX's ring, byte for byte.
  */
 public final class RingGroup implements GroupImpl {
@@ -62,7 +62,7 @@ public final class RingGroup implements GroupImpl {
     private final LastSchedule lastSend = new LastSchedule();
     private final LastSchedule lastRecv = new LastSchedule();
     private static final String[] REDUCE_NAMES = {"all_sum", "all_max", "all_min"};
-    /** Set once every member is known to be jdist (spec §10); null before, and for good when MLX peers may be present. */
+    /** Set once every member is known to be jdist (docs/reference/collectives.md §10); null before, and for good when MLX peers may be present. */
     private volatile MeshState mesh;
 
     /** The peer mesh, its transport, the algorithm policy and what the mesh algorithms reuse between calls. */
@@ -361,7 +361,7 @@ public final class RingGroup implements GroupImpl {
         if (from.address() != to.address()) MemorySegment.copy(from, 0, to, 0, from.byteSize());
     }
 
-    // ------------------------------------------------------------------ split (jdist extension, spec §9)
+    // ------------------------------------------------------------------ split (jdist extension, docs/reference/collectives.md §9)
 
     /** Bytes per member in the split exchange: colour, key, IPv4 and k ports. */
     private int splitRecordBytes() { return 4 + 4 + 4 + 4 * k; }
@@ -434,7 +434,7 @@ public final class RingGroup implements GroupImpl {
         }
     }
 
-    // ------------------------------------------------------------------ between jdist ranks (spec §10)
+    // ------------------------------------------------------------------ between jdist ranks (docs/reference/collectives.md §10)
 
     /**
      * Every member is jdist: forms the peer mesh (an all-gather of each member's mesh address over this ring) and from
@@ -447,7 +447,7 @@ public final class RingGroup implements GroupImpl {
     }
 
     /**
-     * This rank's host identity for the hierarchy (spec collectives.md §10.11): {@code JDIST_HOST_ID} when set (ranks on
+     * This rank's host identity for the hierarchy (docs/reference/collectives.md §10.11): {@code JDIST_HOST_ID} when set (ranks on
      * one machine that should act as separate hosts: tests, containers sharing a kernel), else the kernel's boot id.
      */
     static long hostId(Map<String, String> env) {
@@ -516,7 +516,7 @@ public final class RingGroup implements GroupImpl {
         m.policy = policy;
     }
 
-    /** Every member is jdist: the job's liveness watch ends a waiting operation and sets the progress deadline (spec §11). */
+    /** Every member is jdist: the job's liveness watch ends a waiting operation and sets the progress deadline (docs/reference/collectives.md §11). */
     @Override
     public void useLiveness(Liveness liveness) {
         if (transport instanceof RingTransportBase t) t.useLiveness(liveness);

@@ -15,7 +15,7 @@ import java.util.List;
 /**
  * What both ring transports do alike: the ring's connections and the one selector that watches them, the
  * group's broken/closed state and its error messages, and the rule that any failure in the middle of an
- * operation breaks the group (spec §3.5) — the byte streams are out of step then, so every connection is
+ * operation breaks the group (docs/reference/collectives.md §3.5) — the byte streams are out of step then, so every connection is
  * closed and the neighbours fail too.
  */
 abstract class RingTransportBase implements RingTransport {

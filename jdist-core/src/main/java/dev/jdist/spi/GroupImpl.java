@@ -45,7 +45,7 @@ public interface GroupImpl extends AutoCloseable {
      * Called once, on every member at the same point before the first operation, when every member of this group is
      * known to be jdist ({@code table}: the job met through a rendezvous, or formed from MLX variables with a job token
      * and passed the agreement check). From then on the backend may use what only jdist ranks understand (the ring: its
-     * peer mesh and size-aware algorithms, spec collectives.md §10) and may communicate over the group to set it up;
+     * peer mesh and size-aware algorithms, docs/reference/collectives.md §10) and may communicate over the group to set it up;
      * {@code env} is the environment the group was formed from. Never called when MLX peers may be present. A failure
      * is thrown, and the caller closes the group.
      */

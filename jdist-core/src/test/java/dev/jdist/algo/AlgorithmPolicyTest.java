@@ -22,7 +22,7 @@ import static dev.jdist.algo.CollectiveKind.SUM_SCATTER;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** JDIST_ALGO, rules files and the choice (spec collectives.md §10.9): pure, no sockets. */
+/** JDIST_ALGO, rules files and the choice (docs/reference/collectives.md §10.9): pure, no sockets. */
 class AlgorithmPolicyTest {
 
     @TempDir

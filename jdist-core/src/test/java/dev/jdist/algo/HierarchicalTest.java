@@ -20,7 +20,7 @@ import java.util.Random;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The hierarchical algorithms as pure schedules (spec collectives.md §10.11), run in memory by {@link ScheduleSimulator}
+ * The hierarchical algorithms as pure schedules (docs/reference/collectives.md §10.11), run in memory by {@link ScheduleSimulator}
  * on many host layouts (ranks in blocks per host, even and uneven, interleaved, one host, one rank per host): every
  * rank's result equals, byte for byte, §10.11's value (all 14 dtypes, n = 2..16, sizes 0, 1, odd and around the stripe
  * boundaries), and the messages between hosts are only those of the stripe owners.

@@ -16,7 +16,7 @@ import java.util.Random;
 import java.util.TreeSet;
 
 /**
- * What the mesh algorithms' tests share: inputs that expose the association order, the value spec collectives.md
+ * What the mesh algorithms' tests share: inputs that expose the association order, the value docs/reference/collectives.md
  * §10.4 defines, and a check of every op and dtype on a group (in-process and in separate JVMs alike).
  */
 public final class MeshChecks {

@@ -21,7 +21,7 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The mesh algorithms over real sockets (spec collectives.md §10): rings of n ranks in one JVM (a thread per rank) over
+ * The mesh algorithms over real sockets (docs/reference/collectives.md §10): rings of n ranks in one JVM (a thread per rank) over
  * loopback, told that every member is jdist, run every op with each algorithm forced and with the default choice; every
  * rank checks its result against §10.4's value byte for byte, so every rank has the same bytes.
  */

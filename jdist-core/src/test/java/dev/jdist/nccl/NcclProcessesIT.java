@@ -21,7 +21,7 @@ import static dev.jdist.nccl.NcclTestSupport.rankEnv;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Real processes on loopback: the §6.3 bootstrap between separate JVMs (clients started before the
+ * Real processes on loopback: the docs/reference/collectives.md §6.3 bootstrap between separate JVMs (clients started before the
  * server retry; a lone client times out with an exception, not an exit), and a whole nccl rank
  * configured only through its environment, against the stub libraries.
  */

@@ -11,7 +11,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * One rank of a multi-process check of the size-aware algorithms (spec collectives.md §10), started by
+ * One rank of a multi-process check of the size-aware algorithms (docs/reference/collectives.md §10), started by
  * {@link MeshMultiProcessIT} with MLX_RANK and MLX_HOSTFILE. With {@code jdist} (the job has a JDIST_JOB_TOKEN): the
  * group must have formed its peer mesh; every op and dtype runs under several algorithm choices (the same sequence on
  * every rank) and each rank checks its bytes against §10.4's value and against every other rank's. With {@code mlx} (no
