@@ -13,7 +13,6 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -480,7 +479,7 @@ public final class NetnsCluster implements AutoCloseable {
             if (m.find() && !pidAlive(Long.parseLong(m.group(2)))) {
                 killAllIn(m.group(1));
                 CommandResult.run(CMD_TIMEOUT, "ip", "netns", "del", m.group(1));
-                deleteRecursively(NETNS_ETC.resolve(m.group(1)));
+                TestFiles.deleteRecursively(NETNS_ETC.resolve(m.group(1)));
             }
         }
         CommandResult links = CommandResult.run(CMD_TIMEOUT, "ip", "-o", "link", "show", "type", "bridge");
@@ -515,7 +514,7 @@ public final class NetnsCluster implements AutoCloseable {
         }
         for (String ns : namespaces) {
             CommandResult.run(CMD_TIMEOUT, "ip", "netns", "del", ns);
-            deleteRecursively(NETNS_ETC.resolve(ns));
+            TestFiles.deleteRecursively(NETNS_ETC.resolve(ns));
         }
         try {
             Files.deleteIfExists(NETNS_ETC);   // only when no other cluster's hosts file is left in it
@@ -526,7 +525,7 @@ public final class NetnsCluster implements AutoCloseable {
         for (String br : extraBridges) {
             CommandResult.run(CMD_TIMEOUT, "ip", "link", "del", br);
         }
-        deleteRecursively(dir);
+        TestFiles.deleteRecursively(dir);
         if (hook != null && Thread.currentThread() != hook) {
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
@@ -590,22 +589,6 @@ public final class NetnsCluster implements AutoCloseable {
         }
     }
 
-    private static void deleteRecursively(Path root) {
-        if (root == null || !Files.exists(root)) {
-            return;
-        }
-        try (Stream<Path> walk = Files.walk(root)) {
-            walk.sorted(Comparator.reverseOrder()).forEach(p -> {
-                try {
-                    Files.deleteIfExists(p);
-                } catch (IOException ignored) {
-                    // best effort
-                }
-            });
-        } catch (IOException ignored) {
-            // best effort
-        }
-    }
 
     @Override
     public String toString() {
