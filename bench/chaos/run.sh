@@ -9,7 +9,9 @@
 #   degraded   (root) a healthy job of 100 all_sums of 1 MiB over the namespace hosts: clean, 5 % packet loss into one
 #              host (iptables statistic), one host's link limited by tc tbf; it must complete with correct sums
 #
-# Backends: tcp (the ring over TCP), shm (the ring over shared memory), mpi (Open MPI's mpirun, JDIST_TIMEOUT + MPI_Abort).
+# Backends: tcp (the ring over TCP), shm (the ring over shared memory), mpi (Open MPI's mpirun, JDIST_TIMEOUT + MPI_Abort),
+# nccl (the NCCL backend against the stand-in libnccl/libcudart of jdist-core/src/test/c, built here with gcc, its ranks
+# separate processes meeting in a directory: a dead peer is NCCL's remote error, a stopped one is found by JDIST_TIMEOUT).
 # Ring ranks are plain JVMs met through the rendezvous with a job token (the liveness watch on, JDIST_TIMEOUT unset: 30 min).
 # Every trial has a hard limit (--trial-timeout); every process the suite starts is ended by its pid; the rank outputs
 # and results.tsv stay in the results folder. `--help` lists the options.
@@ -22,10 +24,10 @@ usage() {
   cat <<'EOF'
 usage: bench/chaos/run.sh [options]
   --trials N            trials per fault and backend (default 100)
-  --backends LIST       tcp,shm,mpi (default all three; mpi is skipped when Open MPI is missing)
+  --backends LIST       tcp,shm,mpi,nccl (default all four; mpi is skipped without Open MPI, nccl without gcc)
   --faults LIST         kill,stop,partition,load,degraded (default all; partition and degraded need root)
   --heartbeat BOUND     JDIST_HEARTBEAT of the ring jobs (default 10s, jdist's default)
-  --mpi-timeout BOUND   JDIST_TIMEOUT of the MPI jobs (default 10s)
+  --mpi-timeout BOUND   JDIST_TIMEOUT of the MPI and NCCL jobs (default 10s)
   --trial-timeout S     hard limit of one trial, in seconds: past it the trial counts as a hang (default 120)
   --budget S            start no new trial after S seconds (default: none); the summary says how many ran
   --out DIR             results folder (default bench-results/chaos-<UTC date-time>)
@@ -33,7 +35,7 @@ EOF
 }
 
 ARGS="$*"
-TRIALS=100 BACKENDS=tcp,shm,mpi FAULTS=kill,stop,partition,load,degraded HB=10s MPI_TIMEOUT=10s TRIAL_T=120 BUDGET=0 OUT=""
+TRIALS=100 BACKENDS=tcp,shm,mpi,nccl FAULTS=kill,stop,partition,load,degraded HB=10s MPI_TIMEOUT=10s TRIAL_T=120 BUDGET=0 OUT=""
 while [ $# -gt 0 ]; do
   case $1 in
     --trials) TRIALS=$2; shift ;;
@@ -56,7 +58,7 @@ log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 [[ $BUDGET =~ ^[0-9]+$ ]] || die "--budget takes a number of seconds, got '$BUDGET'"
 IFS=, read -r -a BACKEND <<<"$BACKENDS"
 IFS=, read -r -a FAULT <<<"$FAULTS"
-for b in "${BACKEND[@]}"; do [[ $b =~ ^(tcp|shm|mpi)$ ]] || die "--backends: unknown '$b' (tcp, shm, mpi)"; done
+for b in "${BACKEND[@]}"; do [[ $b =~ ^(tcp|shm|mpi|nccl)$ ]] || die "--backends: unknown '$b' (tcp, shm, mpi, nccl)"; done
 for f in "${FAULT[@]}"; do [[ $f =~ ^(kill|stop|partition|load|degraded)$ ]] || die "--faults: unknown '$f' (kill, stop, partition, load, degraded)"; done
 has() { local x=$1; shift; [[ " $* " == *" $x "* ]]; }
 
@@ -81,7 +83,7 @@ exec > >(tee -a "$OUT/run.log") 2>&1
 
 echo "# jdist chaos suite: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n) ($(nproc) cores, $(uname -r)), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# bench/chaos/run.sh $ARGS"
-echo "# trials=$TRIALS backends=$BACKENDS faults=$FAULTS JDIST_HEARTBEAT=$HB (ring) JDIST_TIMEOUT=$MPI_TIMEOUT (mpi) trial limit ${TRIAL_T}s budget=${BUDGET:-0}s"
+echo "# trials=$TRIALS backends=$BACKENDS faults=$FAULTS JDIST_HEARTBEAT=$HB (ring) JDIST_TIMEOUT=$MPI_TIMEOUT (mpi, nccl) trial limit ${TRIAL_T}s budget=${BUDGET:-0}s"
 echo "# $($JAVA -version 2>&1 | head -1); results in $OUT"
 
 # ---------------------------------------------------------------- processes (ended by pid, always)
@@ -121,10 +123,31 @@ over_budget() { [ "$BUDGET" -gt 0 ] && [ $(( $(date +%s) - START )) -ge "$BUDGET
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 MPIRUN=$(command -v mpirun.openmpi || true)
 MPILIB=$(ldconfig -p 2>/dev/null | awk '/libmpi\.so\.40 /{print $NF; exit}')
+# The NCCL stand-in: libjdist_stub_cudart.so and libjdist_stub_nccl.so, as NcclStubLibraries builds them for the tests
+STUBS=$WORK/nccl-stub
+build_nccl_stubs() {
+  local src=$ROOT/jdist-core/src/test/c
+  command -v gcc >/dev/null && [ -f "$src/nccl_stub.c" ] || return 1
+  mkdir -p "$STUBS"
+  gcc -O1 -Wall -shared -fPIC -Wl,-soname,libjdist_stub_cudart.so -o "$STUBS/libjdist_stub_cudart.so" "$src/cudart_stub.c" -lpthread \
+    && gcc -O1 -Wall -shared -fPIC -o "$STUBS/libjdist_stub_nccl.so" "$src/nccl_stub.c" -L"$STUBS" -l:libjdist_stub_cudart.so \
+      -Wl,-rpath,"$STUBS" -lpthread
+}
 start_job() {
   local backend=$1 dir=$2; shift 2
   RANK_PIDS=() EXTRA_PIDS=()
   local token="chaos-$RANDOM$RANDOM" r
+  if [ "$backend" = nccl ]; then
+    local port; port=$(free_port); mkdir -p "$dir/world"
+    for ((r = 0; r < N; r++)); do
+      env -i PATH=/usr/bin:/bin HOME=/tmp NCCL_HOST_IP=127.0.0.1 NCCL_PORT=$port MLX_RANK=$r MLX_WORLD_SIZE=$N \
+        MLX_NCCL_TIMEOUT=30000 JDIST_TIMEOUT="$MPI_TIMEOUT" JDIST_NCCL_LIBRARY="$STUBS/libjdist_stub_nccl.so" \
+        JDIST_CUDART_LIBRARY="$STUBS/libjdist_stub_cudart.so" JDIST_STUB_NCCL_WORLD_DIR="$dir/world" \
+        "$JAVA" "${JFLAGS[@]}" nccl "$@" >"$dir/rank$r.log" 2>&1 </dev/null &
+      RANK_PIDS[r]=$!
+    done
+    return
+  fi
   if [ "$backend" = mpi ]; then
     env -u MLX_RANK -u MLX_HOSTFILE -u JDIST_RANK -u JDIST_WORLD_SIZE MLX_MPI_LIBNAME="$MPILIB" JDIST_TIMEOUT="$MPI_TIMEOUT" \
       "$MPIRUN" --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -n "$N" \
@@ -219,11 +242,16 @@ trial() {
       text=$(sed -n 's/^FAILED \([A-Za-z]*\).* peer=\([-0-9]*\).*/\1:peer=\2/p; s/^FAILED \([A-Za-z]*\) .*/\1/p' "$dir/rank$r.log" | head -1)
       [ -z "$text" ] && grep -q '^FINISHED' "$dir/rank$r.log" && text=FINISHED
       said+=("$r:${text:-none}")
-      # the right typed error: PeerLost/PeerUnresponsive naming the victim (a partitioned host names a rank across the cut)
-      if [ "$outcome" = ok ]; then
-        case $text in
-          PeerLostException:peer=$victim|PeerUnresponsiveException:peer=$victim) ;;
-          PeerUnresponsiveException:peer=*) [ "$fault" = partition ] && [ "$r" = "$victim" ] || outcome=wrong-error ;;
+      # the right typed error. The ring: PeerLost/PeerUnresponsive naming the victim (a partitioned host names a rank
+      # across the cut); another rank named is told apart. NCCL: PeerLost for a dead peer, DeadlineExceeded for a stopped one.
+      if [ "$outcome" = ok ] || [ "$outcome" = other-rank-named ]; then
+        case $backend:$fault:$text in
+          nccl:stop:DeadlineExceededException|nccl:kill:PeerLostException*|nccl:load:PeerLostException*) ;;
+          nccl:*) outcome=wrong-error ;;
+          *:PeerLostException:peer=$victim|*:PeerUnresponsiveException:peer=$victim) ;;
+          *:partition:PeerUnresponsiveException:peer=*) [ "$r" = "$victim" ] || outcome=other-rank-named ;;
+          *:stop:PeerUnresponsiveException:peer=*|*:kill:PeerLostException:peer=*|*:kill:PeerUnresponsiveException:peer=*|\
+          *:load:PeerLostException:peer=*|*:load:PeerUnresponsiveException:peer=*) outcome=other-rank-named ;;
           *) outcome=wrong-error ;;
         esac
       fi
@@ -266,10 +294,15 @@ run_trials() {   # BACKEND FAULT
 }
 
 # ---------------------------------------------------------------- the local faults
+NCCL_OK=0
+if has nccl "${BACKEND[@]}"; then
+  if build_nccl_stubs >"$WORK/gcc.log" 2>&1; then NCCL_OK=1; else echo "# nccl skipped: building the stand-in libraries failed (gcc, libc6-dev): $(tail -3 "$WORK/gcc.log")"; fi
+fi
 for b in "${BACKEND[@]}"; do
   if [ "$b" = mpi ] && { [ -z "$MPIRUN" ] || [ -z "$MPILIB" ]; }; then
     echo "# mpi skipped: mpirun.openmpi or libmpi.so.40 missing (Debian: openmpi-bin libopenmpi-dev)"; continue
   fi
+  [ "$b" = nccl ] && [ "$NCCL_OK" = 0 ] && continue
   has kill "${FAULT[@]}" && run_trials "$b" kill
   has stop "${FAULT[@]}" && run_trials "$b" stop
 done
@@ -278,6 +311,7 @@ if has load "${FAULT[@]}"; then
   log "CPU load: ${#LOAD_PIDS[@]} busy loops (pids ${LOAD_PIDS[*]})"
   for b in "${BACKEND[@]}"; do
     [ "$b" = mpi ] && { [ -z "$MPIRUN" ] || [ -z "$MPILIB" ]; } && continue
+    [ "$b" = nccl ] && [ "$NCCL_OK" = 0 ] && continue
     run_trials "$b" load
   done
   stop_load

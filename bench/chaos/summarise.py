@@ -31,16 +31,29 @@ def read(path):
         return list(csv.DictReader(f, delimiter="\t"))
 
 
+TYPED = ("PeerLostException", "PeerUnresponsiveException")
+
+
+def outcome(r):
+    """ok, hang, no-fault, or for a wrong-error trial whether the type was right and only the named rank differed."""
+    if r["outcome"] == "other-rank-named":
+        return "right type, another rank named"
+    if r["outcome"] != "wrong-error" or r["backend"] in ("mpi", "nccl"):
+        return r["outcome"]
+    classes = [s.split(":")[1] for s in r["survivors"].split(",") if s.count(":") >= 1]
+    return "right type, another rank named" if classes and all(c in TYPED for c in classes) else "wrong error"
+
+
 def main(folder):
     rows = read(os.path.join(folder, "results.tsv"))
     groups = OrderedDict()
     for r in rows:
         groups.setdefault((r["backend"], r["fault"]), []).append(r)
-    print("| backend | fault | trials | right error | hangs | other outcomes | leftover processes | detection s: median | p90 | max | victim after SIGCONT |")
+    print("| backend | fault | trials | right error (ring: naming the faulty rank) | hangs | other outcomes | leftover processes | detection s: median | p90 | max | victim after SIGCONT |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for (backend, fault), rs in groups.items():
         detect = sorted(int(r["detect_ms"]) for r in rs if r["detect_ms"] not in ("", "-"))
-        outcomes = Counter(r["outcome"] for r in rs)
+        outcomes = Counter(outcome(r) for r in rs)
         other = ", ".join(f"{k} {v}" for k, v in outcomes.items() if k not in ("ok", "hang")) or "0"
         left = sum(int(r["leftover"]) for r in rs)
         after = Counter(r["victim_after"] for r in rs if r["victim_after"] != "-")
