@@ -96,7 +96,14 @@ alive() {   # running or stopped, not a zombie
   [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 end_pids() { local p; for p in "$@"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done; return 0; }
-stop_load() { end_pids "${LOAD_PIDS[@]}"; LOAD_PIDS=(); }
+stop_load() {   # each busy loop is `timeout`'s child: end the child first (SIGKILL to timeout would orphan it), then timeout
+  local p
+  for p in "${LOAD_PIDS[@]}"; do
+    # shellcheck disable=SC2046  # the pids of its children, one per word
+    end_pids $(cat /proc/"$p"/task/*/children 2>/dev/null) "$p"
+  done
+  LOAD_PIDS=()
+}
 cleanup() {
   set +e
   trap - EXIT INT TERM
