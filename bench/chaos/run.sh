@@ -19,6 +19,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 # shellcheck source=../../bin/lib/common.sh
 source "$ROOT/bin/lib/common.sh"
+# shellcheck source=../lib/netns-cluster.sh
+source "$ROOT/bench/lib/netns-cluster.sh"
 
 usage() {
   cat <<'EOF'
@@ -329,19 +331,7 @@ if has partition "${FAULT[@]}" || has degraded "${FAULT[@]}"; then
   if [ "$(id -u)" -ne 0 ] || ! command -v iptables >/dev/null || ! command -v tc >/dev/null; then
     echo "# partition and degraded skipped: they need root, iptables and tc (Debian: iptables iproute2)"
   else
-    CLI=$ROOT/jdist-cli
-    if [ ! -f "$CLI/target/test.classpath" ] || [ ! -f "$CLI/target/test-classes/dev/jdist/testing/NetnsClusterMain.class" ]; then
-      jdist_find_maven
-      (cd "$ROOT" && jdist_mvn -B -q -o -pl jdist-cli -am test-compile dependency:build-classpath -Dmdep.includeScope=test \
-        -Dmdep.outputFile=target/test.classpath >"$WORK/mvn.log" 2>&1) || { tail -30 "$WORK/mvn.log"; die "building NetnsClusterMain failed"; }
-    fi
-    "$JAVA" -cp "$CLI/target/test-classes:$(cat "$CLI/target/test.classpath")" dev.jdist.testing.NetnsClusterMain "$N" \
-      "$WORK/cluster.env" $$ >"$OUT/cluster.log" 2>&1 &
-    CLUSTER_PID=$!
-    for _ in $(seq 1200); do [ -f "$WORK/cluster.env" ] && break; kill -0 "$CLUSTER_PID" 2>/dev/null || break; sleep 0.1; done
-    [ -f "$WORK/cluster.env" ] || { cat "$OUT/cluster.log"; die "the namespace cluster did not start"; }
-    # shellcheck disable=SC1091
-    source "$WORK/cluster.env"
+    netns_cluster_start "$N" "$WORK" "$OUT/cluster.log" || die "the namespace cluster did not start"
     IN_CLUSTER=1
     log "namespace cluster: ${CLUSTER_ADDRESSES[*]}"
     has partition "${FAULT[@]}" && run_trials tcp partition
