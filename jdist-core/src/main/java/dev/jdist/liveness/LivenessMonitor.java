@@ -264,10 +264,16 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
             }
         }
         Reason start = before != null ? before : own;
-        long until = System.nanoTime() + settings.grace().toNanos();
+        long began = System.nanoTime();
+        long until = began + settings.grace().toNanos();
+        long exitedSince = 0;
         while (true) {
             Resolution r = resolve(start);
-            if (r.definitive || System.nanoTime() - until >= 0 || closed) {
+            long now = System.nanoTime();
+            if (!r.exited) exitedSince = 0;
+            else if (exitedSince == 0) exitedSince = now;
+            boolean settled = r.exited && now - exitedSince >= EXITED_SETTLE;
+            if (r.definitive || settled || now - until >= 0 || closed) {
                 if (r.root.kind() == Reason.Kind.FAILED && r.root.origin() == rank) return local;
                 return made(exceptionFor(r.root, local, local.operation().orElse(null)));
             }
@@ -302,7 +308,17 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         return e;
     }
 
-    private record Resolution(Reason root, boolean definitive) {}
+    /**
+     * {@code exited}: the chain ends at a peer on this host that has exited without a reason heard from it yet. A rank
+     * that failed sends its reason before it exits, so that reason may still be on its way to the watch's thread; it is
+     * waited for {@link #EXITED_SETTLE} before the exited peer is named (a SIGKILLed one never sends any).
+     */
+    private record Resolution(Reason root, boolean definitive, boolean exited) {
+        Resolution(Reason root, boolean definitive) { this(root, definitive, false); }
+    }
+
+    /** How long an exited peer's reason is waited for before the peer itself is named as where the failure began. */
+    private static final long EXITED_SETTLE = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(250);
 
     /**
      * Follows lost connections back to where the failure began: a rank that lost its connection to {@code s} because
@@ -323,7 +339,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
             if (s != rank && peers[s].left) return new Resolution(Reason.left(s), true);
             if (sameHost(s) && ProcessProbe.state(table.rank(s).pid()) == PeerUnresponsiveException.State.EXITED) {
                 return new Resolution(new Reason(Reason.Kind.CONNECTION, cur.origin(), s, PeerUnresponsiveException.State.EXITED, 0,
-                        "", cur.text()), true);
+                        "", cur.text()), false, true);
             }
             return new Resolution(cur, false);
         }
