@@ -13,10 +13,12 @@ package dev.jdist;
  */
 final class OperationTrace {
 
-    /** What an operation is, with its name in events (MLX's names). */
+    /** What an operation is, with its name in events (MLX's names; the operations MLX lacks named in its style, §11). */
     enum Kind {
         ALL_SUM("all_sum"), ALL_MAX("all_max"), ALL_MIN("all_min"), ALL_GATHER("all_gather"),
-        SUM_SCATTER("sum_scatter"), SEND("send"), RECV("recv"), SPLIT("split");
+        SUM_SCATTER("sum_scatter"), SEND("send"), RECV("recv"), SPLIT("split"),
+        BROADCAST("broadcast"), BARRIER("barrier"), ALL_TO_ALL("all_to_all"), ALL_TO_ALL_V("all_to_all_v"),
+        GATHER("gather"), SCATTER("scatter"), BATCH_SEND_RECV("batch_send_recv");
 
         final String mlxName;
 
