@@ -233,6 +233,14 @@ class JdistOperationsTest {
     // ------------------------------------------------------------------ values, on thread groups
 
     @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 3, 4})
+    void theSharedChecksPassOnThreadGroups(int n) {
+        ThreadGroups tg = ThreadGroups.of(n);
+        List<List<String>> failures = tg.onEveryRank(g -> CollectiveChecks.run(g, CollectiveChecks.Options.full(4096)));
+        assertThat(failures).allSatisfy(f -> assertThat(f).isEmpty());
+    }
+
+    @ParameterizedTest(name = "{0} ranks")
     @ValueSource(ints = {2, 3, 5})
     void valuesOnThreadGroups(int n) {
         ThreadGroups tg = ThreadGroups.of(n);
