@@ -135,12 +135,28 @@ public final class Distributed {
         if (token != null && !token.isEmpty() && impl.size() > 1) {
             try {
                 table = GroupAgreement.check(impl, name, env);
+                impl.membersAreJdist(table, env);
             } catch (RuntimeException e) {
                 impl.close();
                 throw e;
             }
         }
-        return new Group(impl, OperationTrace.WORLD, table, null);
+        if (table == null && "detail".equalsIgnoreCase(env.getOrDefault("JDIST_DEBUG", "").strip()) && impl.size() > 1) {
+            System.err.println("jdist: JDIST_DEBUG=detail compares operations only between jdist ranks (a job token, or a job "
+                    + "met through a rendezvous); this " + name + " group may hold MLX peers, so its operations are not compared");
+        }
+        return watched(new Group(impl, OperationTrace.WORLD, table, null), env);
+    }
+
+    /** Starts the liveness watch of a group whose members are all jdist (docs/reliability.md); closes the group on failure. */
+    private static Group watched(Group group, Map<String, String> env) {
+        try {
+            group.watchMembers(env);
+            return group;
+        } catch (RuntimeException | Error e) {
+            group.close();
+            throw e;
+        }
     }
 
     private static Group cache(String name, Group group) {
@@ -186,7 +202,16 @@ public final class Distributed {
                 Optional<GroupImpl> impl = b.join(!any, rv);   // a named backend must start: never a 1-rank group
                 if (impl != null && impl.isPresent()) {
                     GroupImpl g = impl.get();
-                    return new Group(g, OperationTrace.WORLD, rv.table().orElse(null), rv);
+                    JobTable table = rv.table().orElse(null);
+                    if (table != null && g.size() > 1) {
+                        try {
+                            g.membersAreJdist(table, rv.env());
+                        } catch (RuntimeException | Error e) {
+                            g.close();
+                            throw e;
+                        }
+                    }
+                    return watched(new Group(g, OperationTrace.WORLD, table, rv), rv.env());
                 }
                 declined.add(name + (b.unavailableReason().map(r -> " (" + r + ")").orElse("")));
             }

@@ -1,5 +1,7 @@
 package dev.jdist;
 
+import dev.jdist.liveness.LivenessMonitor;
+import dev.jdist.liveness.LivenessSettings;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.JobTable;
 
@@ -7,6 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 
@@ -24,6 +27,8 @@ public final class Group implements AutoCloseable {
     private final AutoCloseable attached;  // closed after impl (the rendezvous store), or null
     /** Every member is known to be jdist: the group has a job table, or was split from a group whose members are. */
     private final boolean membersJdist;
+    private LivenessMonitor monitor;       // the job's liveness watch: set by watchMembers or inherited by a split; or null
+    private boolean ownsMonitor;           // the world group closes it
 
     /** A group over {@code impl}; {@code label} names it in trace events ({@link OperationTrace#WORLD} or a split's label). */
     Group(GroupImpl impl, String label) {
@@ -73,7 +78,15 @@ public final class Group implements AutoCloseable {
             label[0] = OperationTrace.splitLabel(trace.group(), queue.currentSequence(), color);
             return impl.split(color, effectiveKey);
         });
-        return new Group(child, label[0], null, null, membersJdist);   // a split of jdist ranks holds jdist ranks
+        Group g = new Group(child, label[0], null, null, membersJdist);   // a split of jdist ranks holds jdist ranks
+        LivenessMonitor m = monitor;
+        if (m != null && child.size() > 1) {
+            // a split's members are the job's: the same watch ends it, and its operations are compared too
+            if (m.watching()) child.useLiveness(m.forSplit());
+            g.monitor = m;
+            g.queue.watch(new GroupWatch(m, child, null));
+        }
+        return g;
     }
 
     public Array allSum(Array x) { return allReduce(x, ReduceOp.SUM); }
@@ -89,12 +102,12 @@ public final class Group implements AutoCloseable {
     public CompletableFuture<Array> allMinAsync(Array x) { return allReduceAsync(x, ReduceOp.MIN); }
 
     public Array allReduce(Array x, ReduceOp op) {
-        return size() == 1 ? x : queue.run(OperationTrace.Kind.of(op), x.dtype(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
+        return size() == 1 ? x : queue.run(OperationTrace.Kind.of(op), x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
     }
 
     public CompletableFuture<Array> allReduceAsync(Array x, ReduceOp op) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
-        return queue.submit(OperationTrace.Kind.of(op), x.dtype(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
+        return queue.submit(OperationTrace.Kind.of(op), x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
     }
 
     private Array doAllReduceNow(Array x, ReduceOp op) {
@@ -105,12 +118,12 @@ public final class Group implements AutoCloseable {
 
     /** Concatenates every rank's {@code x} along axis 0 (a 0-d input gives shape {@code [n]}). */
     public Array allGather(Array x) {
-        return size() == 1 ? x : queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.nbytes(), -1, () -> doAllGatherNow(x));
+        return size() == 1 ? x : queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllGatherNow(x));
     }
 
     public CompletableFuture<Array> allGatherAsync(Array x) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
-        return queue.submit(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.nbytes(), -1, () -> doAllGatherNow(x));
+        return queue.submit(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllGatherNow(x));
     }
 
     private Array doAllGatherNow(Array x) {
@@ -131,13 +144,13 @@ public final class Group implements AutoCloseable {
     public Array sumScatter(Array x) {
         if (size() == 1) return x;
         checkScatter(x);
-        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.nbytes(), -1, () -> doSumScatterNow(x));
+        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shape(), x.nbytes(), -1, () -> doSumScatterNow(x));
     }
 
     public CompletableFuture<Array> sumScatterAsync(Array x) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
         checkScatter(x);
-        return queue.submit(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.nbytes(), -1, () -> doSumScatterNow(x));
+        return queue.submit(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shape(), x.nbytes(), -1, () -> doSumScatterNow(x));
     }
 
     private Array checkScatter(Array x) {
@@ -168,14 +181,14 @@ public final class Group implements AutoCloseable {
     public Array allReduceInto(Array x, Array out, ReduceOp op) {
         checkInto("allReduceInto", x, out, x.nbytes());
         if (size() == 1) return copyInto(x, out);
-        return queue.run(OperationTrace.Kind.of(op), x.dtype(), x.nbytes(), -1, () -> { impl.allReduce(x, out, op); return out; });
+        return queue.run(OperationTrace.Kind.of(op), x.dtype(), x.shape(), x.nbytes(), -1, () -> { impl.allReduce(x, out, op); return out; });
     }
 
     /** all_gather written into {@code out}, which holds {@code size()} times the bytes of {@code x}. */
     public Array allGatherInto(Array x, Array out) {
         checkInto("allGatherInto", x, out, Math.multiplyExact(x.nbytes(), (long) size()));
         if (size() == 1) return copyInto(x, out);
-        return queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.nbytes(), -1, () -> { impl.allGather(x, out); return out; });
+        return queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shape(), x.nbytes(), -1, () -> { impl.allGather(x, out); return out; });
     }
 
     /** sum_scatter written into {@code out}, which holds one {@code size()}-th of the bytes of {@code x}. */
@@ -186,13 +199,13 @@ public final class Group implements AutoCloseable {
         }
         checkInto("sumScatterInto", x, out, x.nbytes() / size());
         if (size() == 1) return copyInto(x, out);
-        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.nbytes(), -1, () -> { impl.sumScatter(x, out); return out; });
+        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shape(), x.nbytes(), -1, () -> { impl.sumScatter(x, out); return out; });
     }
 
     /** Receives from {@code src} into {@code out} (its byte count must equal the sender's). */
     public Array recvInto(Array out, int src) {
         checkPeer("recv from", src);
-        return queue.run(OperationTrace.Kind.RECV, out.dtype(), out.nbytes(), src, () -> { impl.recv(out, src); return out; });
+        return queue.run(OperationTrace.Kind.RECV, out.dtype(), out.shape(), out.nbytes(), src, () -> { impl.recv(out, src); return out; });
     }
 
     private static void checkInto(String what, Array x, Array out, long expectedBytes) {
@@ -210,25 +223,25 @@ public final class Group implements AutoCloseable {
     /** Sends {@code x} to rank {@code dst}; returns {@code x}. */
     public Array send(Array x, int dst) {
         checkPeer("send to", dst);
-        return queue.run(OperationTrace.Kind.SEND, x.dtype(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
+        return queue.run(OperationTrace.Kind.SEND, x.dtype(), x.shape(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
     }
 
     public CompletableFuture<Array> sendAsync(Array x, int dst) {
         checkPeer("send to", dst);
-        return queue.submit(OperationTrace.Kind.SEND, x.dtype(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
+        return queue.submit(OperationTrace.Kind.SEND, x.dtype(), x.shape(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
     }
 
     /** Receives an array of {@code shape}/{@code dtype} from rank {@code src}. */
     public Array recv(int[] shape, DType dtype, int src) {
         checkRecv(shape, dtype);
         checkPeer("recv from", src);
-        return queue.run(OperationTrace.Kind.RECV, dtype, recvBytes(shape, dtype), src, () -> doRecvNow(shape, dtype, src));
+        return queue.run(OperationTrace.Kind.RECV, dtype, shape.clone(), recvBytes(shape, dtype), src, () -> doRecvNow(shape, dtype, src));
     }
 
     public CompletableFuture<Array> recvAsync(int[] shape, DType dtype, int src) {
         checkRecv(shape, dtype);
         checkPeer("recv from", src);
-        return queue.submit(OperationTrace.Kind.RECV, dtype, recvBytes(shape, dtype), src, () -> doRecvNow(shape, dtype, src));
+        return queue.submit(OperationTrace.Kind.RECV, dtype, shape.clone(), recvBytes(shape, dtype), src, () -> doRecvNow(shape, dtype, src));
     }
 
     /** {@code recv(like.shape(), like.dtype(), src)}. */
@@ -695,11 +708,44 @@ public final class Group implements AutoCloseable {
      */
     public Optional<JobTable> jobTable() { return Optional.ofNullable(jobTable); }
 
+    /**
+     * Starts the job's liveness watch and mismatch check (docs/reliability.md) for a group whose members are all jdist
+     * ({@link #jobTable()} present): every rank contributes its watch's record to an all-gather over the group (not an
+     * operation of the group: it has no sequence number), the ranks check that they agree on {@code JDIST_HEARTBEAT} and
+     * {@code JDIST_DEBUG}, and the backend gets the watch. Called once by {@link Distributed}, before the program sees the
+     * group; does nothing for groups that may hold MLX peers.
+     */
+    void watchMembers(Map<String, String> env) {
+        if (impl == null || jobTable == null || impl.size() < 2) return;
+        LivenessSettings settings = LivenessSettings.fromEnvironment(env);
+        LivenessMonitor m = LivenessMonitor.open(impl.rank(), jobTable, settings, queue, env.get("JDIST_JOB_TOKEN"));
+        try {
+            byte[] mine = m.record();
+            Array all = Array.zeros(DType.UINT8, LivenessMonitor.RECORD_BYTES * impl.size());
+            impl.allGather(Array.fromBytes(DType.UINT8, mine, mine.length), all);
+            m.start(all.toBytes());
+            if (m.watching()) impl.useLiveness(m);
+        } catch (RuntimeException | Error e) {
+            m.close();
+            throw e;
+        }
+        monitor = m;
+        ownsMonitor = true;
+        queue.watch(new GroupWatch(m, impl, jobTable));
+    }
+
+    /** The job's liveness watch, or null (tests). */
+    dev.jdist.liveness.LivenessMonitor monitorForTesting() { return monitor; }
+
     @Override
     public void close() {
-        queue.close();
+        queue.close();   // operations not yet started will not reach the backend
         try {
+            // the watch says goodbye before the connections close, so that no peer takes this rank's end for a failure
+            if (ownsMonitor) monitor.close();
+            // closing the backend ends a running operation (its sockets close, native backends abort and wait for it)
             if (impl != null) impl.close();
+            queue.awaitFinished();
         } finally {
             if (attached != null) {
                 try {

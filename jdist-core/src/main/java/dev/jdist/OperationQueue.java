@@ -1,5 +1,7 @@
 package dev.jdist;
 
+import dev.jdist.liveness.LocalActivity;
+
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -9,7 +11,9 @@ import java.util.function.Supplier;
 
 /**
  * Runs a group's operations one at a time in issue order (spec collectives.md §2.6), whichever
- * threads issue them and whether sync or async.
+ * threads issue them and whether sync or async. It is also the one place every operation passes: it computes the
+ * operation's {@link OperationFingerprint}, publishes it to the liveness watch ({@link LocalActivity}), lets the
+ * group's {@link Watch} check it before it runs and explain its failure, and fills the failure's facts.
  *
  * <p>Each operation takes a ticket when it is issued; it runs once every earlier ticket has
  * finished. A synchronous call runs on the caller's thread: with nothing queued it costs two
@@ -23,7 +27,17 @@ import java.util.function.Supplier;
  * <p>A ticket is the operation's sequence number in its group: every operation, sync or async, runs
  * through {@link #execute} with it, between {@link OperationTrace#begin()} and {@link OperationTrace#end}.
  */
-final class OperationQueue implements AutoCloseable {
+final class OperationQueue implements AutoCloseable, LocalActivity {
+
+    /** What a group with a liveness watch adds around each operation (docs/reliability.md). */
+    interface Watch {
+        /** Before the operation moves data: the mismatch check of {@code JDIST_DEBUG=detail}; throws on a mismatch. */
+        void before(OperationFingerprint operation);
+
+        /** What to throw for {@code failure}, which ended {@code operation}: it, or the cause found elsewhere in the job. */
+        DistributedException failed(DistributedException failure, OperationFingerprint operation);
+    }
+
     private final String name;
     private final OperationTrace trace;
     private final ReentrantLock lock = new ReentrantLock();
@@ -42,6 +56,16 @@ final class OperationQueue implements AutoCloseable {
     });
 
     private volatile long runningTicket = -1;   // the running operation's ticket, for currentSequence()
+    private long collectives;                    // collectives run so far; touched only by the operation whose turn it is
+    private int history;                         // the digest of those collectives (OperationFingerprint.history())
+    /** The last {@value #RECENT} collectives, at their number mod RECENT: heartbeats carry them, so ranks compare more than a sample. */
+    static final int RECENT = 8;
+    private final java.util.concurrent.atomic.AtomicReferenceArray<OperationFingerprint> recent =
+            new java.util.concurrent.atomic.AtomicReferenceArray<>(RECENT);
+    private volatile OperationFingerprint current;
+    private volatile OperationFingerprint lastCompleted;
+    private volatile long changedAt = System.nanoTime();
+    private volatile Watch watch;
 
     /** @param name for messages and thread names; {@code trace} describes the group in trace events */
     OperationQueue(String name, OperationTrace trace) {
@@ -55,13 +79,18 @@ final class OperationQueue implements AutoCloseable {
      * -1 for collectives.
      */
     <T> T run(OperationTrace.Kind kind, DType dtype, long bytes, int peer, Supplier<T> op) {
+        return run(kind, dtype, null, bytes, peer, op);
+    }
+
+    /** As {@link #run(OperationTrace.Kind, DType, long, int, Supplier)} with the array's shape (null: one axis of {@code bytes}). */
+    <T> T run(OperationTrace.Kind kind, DType dtype, int[] shape, long bytes, int peer, Supplier<T> op) {
         if (running == Thread.currentThread()) {
             throw new IllegalStateException("an operation on group " + name + " was issued from inside another "
                     + "operation of the same group; it would wait for itself. Issue it after the first one returns.");
         }
         long ticket = take();
         awaitTurn(ticket);
-        return execute(ticket, kind, dtype, bytes, peer, false, op);
+        return execute(ticket, kind, dtype, shape, bytes, peer, false, op);
     }
 
     /** The running operation's sequence number (its ticket); only meaningful inside that operation. */
@@ -69,6 +98,11 @@ final class OperationQueue implements AutoCloseable {
 
     /** Issues {@code op} now (its place in the order is fixed here) and runs it when its turn comes. */
     <T> CompletableFuture<T> submit(OperationTrace.Kind kind, DType dtype, long bytes, int peer, Supplier<T> op) {
+        return submit(kind, dtype, null, bytes, peer, op);
+    }
+
+    /** As {@link #submit(OperationTrace.Kind, DType, long, int, Supplier)} with the array's shape. */
+    <T> CompletableFuture<T> submit(OperationTrace.Kind kind, DType dtype, int[] shape, long bytes, int peer, Supplier<T> op) {
         CompletableFuture<T> result = new CompletableFuture<>();
         lock.lock();
         try {
@@ -84,7 +118,7 @@ final class OperationQueue implements AutoCloseable {
             worker.execute(() -> {
                 awaitTurn(ticket);
                 try {
-                    T value = execute(ticket, kind, dtype, bytes, peer, true, op);
+                    T value = execute(ticket, kind, dtype, shape, bytes, peer, true, op);
                     CALLBACKS.execute(() -> result.complete(value));
                 } catch (Throwable t) {
                     CALLBACKS.execute(() -> result.completeExceptionally(t));
@@ -125,19 +159,29 @@ final class OperationQueue implements AutoCloseable {
     }
 
     /** Runs the operation whose turn it is and finishes its ticket before any result is published. */
-    private <T> T execute(long ticket, OperationTrace.Kind kind, DType dtype, long bytes, int peer, boolean async,
+    private <T> T execute(long ticket, OperationTrace.Kind kind, DType dtype, int[] shape, long bytes, int peer, boolean async,
                           Supplier<T> op) {
         running = Thread.currentThread();
         runningTicket = ticket;
+        OperationFingerprint fingerprint = fingerprint(ticket, kind, dtype, shape, bytes, peer);
+        current = fingerprint;
+        changedAt = System.nanoTime();
         OperationEvent event = OperationTrace.begin();
         Throwable failure = null;
+        Watch w = watch;
         try {
             if (closedBefore(ticket)) {
                 // issued before close() but not started: the backend is being released, so it must not run
                 throw new IllegalStateException("group " + name + " was closed before this " + kind.mlxName
                         + " (operation #" + ticket + ") started; wait for your operations before closing the group");
             }
+            if (w != null) w.before(fingerprint);
             return op.get();
+        } catch (DistributedException e) {
+            DistributedException reported = w == null ? e : w.failed(e, fingerprint);
+            reported.fillIn(trace.rank(), trace.group(), ticket, fingerprint.call());
+            failure = reported;
+            throw reported;
         } catch (Throwable t) {
             failure = t;
             throw t;
@@ -145,6 +189,9 @@ final class OperationQueue implements AutoCloseable {
             try {
                 trace.end(event, ticket, kind, dtype, bytes, peer, async, failure);
             } finally {
+                lastCompleted = fingerprint;
+                current = null;
+                changedAt = System.nanoTime();
                 runningTicket = -1;
                 running = null;
                 lock.lock();
@@ -167,12 +214,46 @@ final class OperationQueue implements AutoCloseable {
         }
     }
 
+    /** The operation's fingerprint; its collective number counts in turn order, so it is the same on every rank. */
+    private OperationFingerprint fingerprint(long ticket, OperationTrace.Kind kind, DType dtype, int[] shape, long bytes, int peer) {
+        if (shape == null && dtype != null) shape = new int[] {(int) Math.min(Integer.MAX_VALUE, bytes / dtype.itemSize())};
+        boolean collective = kind.collective();
+        OperationFingerprint f = new OperationFingerprint(ticket, collectives, kind, dtype, shape, peer, history);
+        if (collective) {
+            recent.lazySet((int) (collectives % RECENT), f);
+            collectives++;
+            history = f.history();
+        }
+        return f;
+    }
+
+    /** Sets the group's watch (once, before the first user operation). */
+    void watch(Watch w) { this.watch = w; }
+
+    @Override
+    public OperationFingerprint running() { return current; }
+
+    @Override
+    public OperationFingerprint lastCompleted() { return lastCompleted; }
+
+    @Override
+    public long changedAtNanos() { return changedAt; }
+
+    @Override
+    public java.util.List<OperationFingerprint> recentCollectives() {
+        java.util.List<OperationFingerprint> out = new java.util.ArrayList<>(RECENT);
+        for (int i = 0; i < RECENT; i++) {
+            OperationFingerprint f = recent.get(i);
+            if (f != null) out.add(f);
+        }
+        return out;
+    }
+
     /**
-     * Operations issued after this fail at once; those issued earlier but not started fail when their turn comes
-     * (their futures complete exceptionally); the running one finishes. Returns once every issued operation has
-     * finished, so the caller may release the backend: nothing of this group runs against it afterwards. Each
-     * operation is bounded by its backend's deadline, and the ones that never started end at once. Called from
-     * inside an operation of this group (a callback), it does not wait for itself.
+     * Stops taking work: operations issued after this fail at once; those issued earlier but not started fail when their
+     * turn comes (their futures complete exceptionally) and never reach the backend; the running one goes on. Returns at
+     * once: the owner then ends the running operation through its backend (closing it aborts what waits) and calls
+     * {@link #awaitFinished()} before anything else is released.
      */
     @Override
     public void close() {
@@ -183,6 +264,19 @@ final class OperationQueue implements AutoCloseable {
                 closedAt = completed + (runningTicket >= 0 ? 1 : 0);
                 if (worker != null) worker.shutdown();   // issued async operations still take their turn, and fail
             }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * After {@link #close()}: returns once every issued operation has finished, so nothing of this group runs
+     * afterwards. Each is bounded by its backend's deadline, the ones that never started end at once. Called from
+     * inside an operation of this group (a callback), it does not wait for itself.
+     */
+    void awaitFinished() {
+        lock.lock();
+        try {
             if (running == Thread.currentThread()) return;
             boolean interrupted = false;
             while (completed != issued) {

@@ -24,6 +24,12 @@ final class OperationTrace {
 
         Kind(String mlxName) { this.mlxName = mlxName; }
 
+        /** Whether every rank of the group takes part (not send, recv or a batch of them): ranks compare these in order. */
+        boolean collective() { return this != SEND && this != RECV && this != BATCH_SEND_RECV; }
+
+        /** Whether every rank's call has the same shape (all_to_all_v's inputs differ from rank to rank). */
+        boolean sameShapeOnEveryRank() { return this != ALL_TO_ALL_V; }
+
         static Kind of(ReduceOp op) {
             return switch (op) {
                 case SUM -> ALL_SUM;
@@ -55,6 +61,8 @@ final class OperationTrace {
     }
 
     String group() { return group; }
+
+    int rank() { return rank; }
 
     /** Whether the JVM has JDK Flight Recorder (a runtime image made with jlink may leave out jdk.jfr). */
     private static final boolean JFR = ModuleLayer.boot().findModule("jdk.jfr").isPresent();

@@ -159,7 +159,7 @@ class OperationQueueTest {
     }
 
     @Test
-    void closeWaitsForTheRunningOperationAndFailsThoseNotStarted() throws Exception {
+    void closeLetsTheRunningOperationFinishAndFailsThoseNotStarted() throws Exception {
         CountDownLatch started = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         AtomicInteger ranAfterClose = new AtomicInteger();
@@ -174,7 +174,8 @@ class OperationQueueTest {
             sleep(200);
             release.countDown();
         });
-        queue.close();   // returns only once the running operation has finished
+        queue.close();
+        queue.awaitFinished();   // returns only once the running operation has finished
         assertThat(running.get(10, TimeUnit.SECONDS)).isEqualTo("done");
         assertThat(queued).failsWithin(java.time.Duration.ofSeconds(10))
                 .withThrowableOfType(java.util.concurrent.ExecutionException.class)

@@ -1,14 +1,13 @@
 package dev.jdist;
 
+import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.JavaCommand;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
+import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -21,20 +20,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 class PlainJvmIT {
 
     @Test
-    void everythingRunsWithoutJvmFlagsAndWithoutWarnings(@TempDir Path dir) throws IOException, InterruptedException {
-        String cp = System.getProperty("surefire.test.class.path");
-        if (cp == null || cp.isBlank()) cp = System.getProperty("java.class.path");
-        Path out = dir.resolve("stdout"), err = dir.resolve("stderr");
-        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", cp, PlainJvmProgram.class.getName())
-                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
-                .redirectOutput(out.toFile()).redirectError(err.toFile()).start();
-        if (!p.waitFor(100, TimeUnit.SECONDS)) {
-            p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-        }
-        String stdout = Files.readString(out), stderr = Files.readString(err);
-        assertThat(p.isAlive()).as("the program ended in time; stdout:%n%s", stdout).isFalse();
-        assertThat(p.exitValue()).as("exit status; stdout:%n%s%nstderr:%n%s", stdout, stderr).isZero();
+    void everythingRunsWithoutJvmFlagsAndWithoutWarnings() {
+        CommandResult r = CommandResult.run(Duration.ofSeconds(100), null, Map.of(), null,
+                JavaCommand.plain(PlainJvmProgram.class));
+        String stdout = r.stdout(), stderr = r.stderr();
+        assertThat(r.timedOut()).as("the program ended in time; stdout:%n%s", stdout).isFalse();
+        assertThat(r.exitCode()).as("exit status; stdout:%n%s%nstderr:%n%s", stdout, stderr).isZero();
         assertThat(stderr).as("nothing on stderr: no JVM warning").isEmpty();
         assertThat(stdout).contains("vector module in the JVM: false")
                 .contains("kernels: portable kernels (start java with " + String.join(" ", BuildInfo.vectorFlags()) + " for the Vector API ones)")

@@ -6,6 +6,11 @@ import dev.jdist.DType;
 import dev.jdist.Distributed;
 import dev.jdist.Group;
 import dev.jdist.ReduceOp;
+import dev.jdist.algo.Algorithm;
+import dev.jdist.algo.AlgorithmPolicy;
+import dev.jdist.algo.CollectiveKind;
+import dev.jdist.ring.RingGroup;
+import dev.jdist.spi.RankRecord;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -26,8 +31,16 @@ public final class BenchWorker {
     public static final String LINE_PREFIX = "JDIST-BENCH ";
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** The sweep every rank runs (passed as JSON in the first argument). */
-    public record Spec(List<String> ops, List<Long> sizes, String dtype, int warmup, int iters, List<String> modes) {
+    /**
+     * The sweep every rank runs (passed as JSON in the first argument).
+     *
+     * @param tune measure every algorithm of each op at each size ({@code jdist bench --tune}), out-of-place only
+     */
+    public record Spec(List<String> ops, List<Long> sizes, String dtype, int warmup, int iters, List<String> modes, boolean tune) {
+        /** A sweep of the algorithms the group chooses itself. */
+        public Spec(List<String> ops, List<Long> sizes, String dtype, int warmup, int iters, List<String> modes) {
+            this(ops, sizes, dtype, warmup, iters, modes, false);
+        }
     }
 
     private BenchWorker() {}
@@ -47,6 +60,10 @@ public final class BenchWorker {
     }
 
     static void run(Group group, Spec spec) throws IOException {
+        if (spec.tune()) {
+            tune(group, spec);
+            return;
+        }
         DType dtype = DType.fromMlxName(spec.dtype());
         for (String opName : spec.ops()) {
             BenchOp op = BenchOp.parse(opName);
@@ -65,6 +82,73 @@ public final class BenchWorker {
                 }
             }
         }
+    }
+
+    /**
+     * {@code jdist bench --tune}: every size of every op once per algorithm that implements it, one after the other
+     * (so that a noisy moment hurts every algorithm of a size alike), each forced on every rank in the same order.
+     */
+    static void tune(Group group, Spec spec) throws IOException {
+        if (!(group.impl() instanceof RingGroup rg) || rg.peerMesh().isEmpty()) {
+            throw new IllegalStateException("jdist bench --tune measures the ring's algorithms between jdist ranks, but this job's "
+                    + "group is " + group.backend() + (group.impl() instanceof RingGroup ? " without a job token (MLX peers may be "
+                    + "present: do not use --mlx-compatible)" : "") + "; run it with the ring backend");
+        }
+        DType dtype = DType.fromMlxName(spec.dtype());
+        AlgorithmPolicy base = AlgorithmPolicy.defaults();
+        try {
+            for (String opName : spec.ops()) {
+                BenchOp op = BenchOp.parse(opName);
+                CollectiveKind kind = kindOf(op);
+                if (kind == null) continue;
+                List<Algorithm> candidates = Arrays.stream(Algorithm.values()).filter(a -> a.supports(kind)).toList();
+                for (Algorithm a : candidates) {
+                    rg.useAlgorithmPolicy(base.forcing(kind, a));
+                    warmUp(group, op, dtype);
+                }
+                // one untimed row each first: right after the warm-ups the JIT compiler threads are still busy (all
+                // ranks share the CPUs), which would slow whichever algorithm happens to be measured first
+                for (Algorithm a : candidates) {
+                    rg.useAlgorithmPolicy(base.forcing(kind, a));
+                    runRow(group, op, dtype, spec.sizes().getFirst(), OUT_OF_PLACE, spec.warmup(), spec.iters());
+                }
+                for (long size : spec.sizes()) {
+                    for (Algorithm a : candidates) {
+                        rg.useAlgorithmPolicy(base.forcing(kind, a));
+                        BenchResult r = runRow(group, op, dtype, size, OUT_OF_PLACE, spec.warmup(), spec.iters());
+                        if (group.rank() == 0) {
+                            System.out.println(LINE_PREFIX + JSON.writeValueAsString(r));
+                            System.out.flush();
+                        }
+                    }
+                }
+            }
+        } finally {
+            rg.useAlgorithmPolicy(base);
+        }
+    }
+
+    /** The collective kind whose algorithm {@code op} chooses; null for send_recv. */
+    static CollectiveKind kindOf(BenchOp op) {
+        return switch (op) {
+            case ALL_SUM, ALL_MAX, ALL_MIN -> CollectiveKind.ALL_REDUCE;
+            case ALL_GATHER -> CollectiveKind.ALL_GATHER;
+            case SUM_SCATTER -> CollectiveKind.SUM_SCATTER;
+            case SEND_RECV -> null;
+        };
+    }
+
+    /** The algorithm the group runs {@code op} of {@code bytes} with (the table's algo column). */
+    private static String algorithmOf(Group g, BenchOp op, long bytes) {
+        CollectiveKind kind = kindOf(op);
+        if (kind == null) return "p2p";
+        return g.impl() instanceof RingGroup rg ? rg.algorithmFor(kind, bytes).text() : g.backend();
+    }
+
+    /** How many hosts the ranks run on, where the group knows (0 otherwise). */
+    private static int hostsOf(Group g) {
+        if (g.impl() instanceof RingGroup rg && rg.peerMesh().isPresent()) return rg.peerMesh().get().hosts();
+        return g.jobTable().map(t -> (int) t.ranks().stream().map(RankRecord::bootId).distinct().count()).orElse(0);
     }
 
     /**
@@ -143,7 +227,8 @@ public final class BenchWorker {
         };
         double algbw = median > 0 ? bytes / (median * 1e3) : 0;
         return new BenchResult(op.cliName(), mode, bytes, bytes / s, dtype.mlxName(),
-                op.redop(), n, median, p99, algbw, algbw * op.busFactor(n), wrongAll.getLong(0), rssMax, rssPerRank);
+                op.redop(), n, median, p99, algbw, algbw * op.busFactor(n), wrongAll.getLong(0), rssMax, rssPerRank,
+                algorithmOf(g, op, bytes), hostsOf(g));
     }
 
     /** One call of {@code op}; returns the array holding the result ({@code out}, or the new array when {@code returned}). */

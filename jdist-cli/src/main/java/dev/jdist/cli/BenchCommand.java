@@ -2,7 +2,9 @@ package dev.jdist.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.jdist.ConfigException;
 import dev.jdist.DType;
+import dev.jdist.algo.AlgorithmRules;
 import dev.jdist.bench.BenchOp;
 import dev.jdist.bench.BenchPlot;
 import dev.jdist.bench.BenchResult;
@@ -10,6 +12,7 @@ import dev.jdist.bench.BenchRunner;
 import dev.jdist.bench.BenchTable;
 import dev.jdist.bench.BenchWorker;
 import dev.jdist.bench.SizeSweep;
+import dev.jdist.bench.Tuner;
 import dev.jdist.console.CliFailure;
 import dev.jdist.launch.JobTargetOptions;
 import dev.jdist.launch.RankOptions;
@@ -39,8 +42,9 @@ public final class BenchCommand implements Callable<Integer> {
     @Mixin
     RankOptions ranks = new RankOptions();
 
-    @Option(names = "--op", split = ",", defaultValue = "all_sum",
-            description = "ops: all_sum, all_max, all_min, all_gather, sum_scatter, send_recv (comma-separated; default ${DEFAULT-VALUE})")
+    @Option(names = "--op", split = ",",
+            description = {"ops: all_sum, all_max, all_min, all_gather, sum_scatter, send_recv (comma-separated; default all_sum,",
+                    "with --tune all_sum,all_gather,sum_scatter)"})
     List<String> ops;
 
     @Option(names = "--sizes", defaultValue = "4B:64MiB", description = "MIN:MAX message sizes, e.g. 4B:1GiB (default ${DEFAULT-VALUE})")
@@ -73,6 +77,12 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--plot", description = "also draw busbw and latency against size into this .png or .svg file")
     Path plot;
 
+    @Option(names = "--tune", paramLabel = "FILE",
+            description = {"measure every algorithm of each op at each size (ring backend, between jdist ranks) and write",
+                    "the crossover points as rules to FILE, which jobs read from JDIST_ALGO_RULES=FILE; rules FILE",
+                    "already holds for other rank counts are kept"})
+    Path tune;
+
     @Override
     public Integer call() throws Exception {
         PrintStream out = System.out;
@@ -91,7 +101,8 @@ public final class BenchCommand implements Callable<Integer> {
         List<String> launch = new ArrayList<>(target.asLaunchArguments());
         launch.addAll(ranks.asLaunchArguments());
 
-        int total = spec.ops().size() * spec.sizes().size() * spec.modes().size();
+        AlgorithmRules existing = tune != null && Files.exists(tune) ? readRules(tune) : null;
+        int total = spec.ops().size() * spec.sizes().size() * spec.modes().size() * (tune != null ? 3 : 1);
         ProgressBar progress = new ProgressBar(total, err);
         List<BenchResult> results;
         try {
@@ -119,12 +130,49 @@ public final class BenchCommand implements Callable<Integer> {
         if (wrong > 0) {
             throw CliFailure.of(1, wrong + " wrong elements: the collectives returned incorrect results");
         }
+        if (tune != null) writeRules(results, existing, spec, err);
         return 0;
+    }
+
+    private static AlgorithmRules readRules(Path file) {
+        try {
+            return AlgorithmRules.read(file);
+        } catch (ConfigException e) {
+            throw CliFailure.usage("--tune " + file + " exists but is not a rules file this jdist can extend (" + e.getMessage()
+                    + "); choose another file or remove it");
+        }
+    }
+
+    /** The crossovers the tune rows say, merged into {@code existing}, written to {@link #tune}. */
+    private void writeRules(List<BenchResult> results, AlgorithmRules existing, BenchWorker.Spec spec, PrintStream err)
+            throws java.io.IOException {
+        List<AlgorithmRules.Rule> fresh = Tuner.rules(results);
+        if (fresh.isEmpty()) throw CliFailure.of(1, "--tune: the job measured nothing to choose between; no rules written");
+        BenchResult first = results.getFirst();
+        String comment = "measured by jdist bench --tune on " + LocalDate.now() + ": " + first.ranks() + " ranks on "
+                + (first.hosts() == 0 ? "?" : first.hosts()) + " host(s), " + spec.dtype() + ", sizes "
+                + SizeSweep.format(spec.sizes().getFirst()) + " to " + SizeSweep.format(spec.sizes().getLast());
+        AlgorithmRules merged = Tuner.merge(existing, fresh, comment);
+        Files.writeString(tune, merged.toJson());
+        for (AlgorithmRules.Rule r : fresh) {
+            err.println("jdist bench: " + r.op() + " on " + r.minRanks() + " ranks, " + SizeSweep.format(r.minBytes()) + " to "
+                    + SizeSweep.format(r.maxBytes()) + ": " + r.algorithm());
+        }
+        err.println("jdist bench: wrote " + merged.rules().size() + " rule(s) to " + tune.toAbsolutePath() + "; jobs use them with "
+                + "JDIST_ALGO_RULES=" + tune.toAbsolutePath() + " (the same file on every host)");
     }
 
     BenchWorker.Spec spec() {
         List<String> opNames = new ArrayList<>();
-        for (String o : ops) opNames.add(BenchOp.parse(o).cliName());
+        List<String> asked = ops != null ? ops : tune != null ? List.of("all_sum", "all_gather", "sum_scatter") : List.of("all_sum");
+        for (String o : asked) opNames.add(BenchOp.parse(o).cliName());
+        if (tune != null) {
+            if (opNames.contains("send_recv")) throw new IllegalArgumentException("--tune: send_recv has no algorithms to choose between");
+            if (!mode.equals(BenchWorker.OUT_OF_PLACE)) throw new IllegalArgumentException("--tune measures out-of-place only; drop --mode");
+            if (tune.getParent() != null && !Files.isDirectory(tune.getParent())) {
+                throw new IllegalArgumentException("--tune: directory " + tune.getParent() + " does not exist");
+            }
+        }
         DType.fromMlxName(dtype);
         if (iters < 1) throw new IllegalArgumentException("--iters must be at least 1, got " + iters);
         if (warmup < 0) throw new IllegalArgumentException("--warmup must be >= 0, got " + warmup);
@@ -147,7 +195,7 @@ public final class BenchCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--sizes/--factor: " + e.getMessage(), e);
         }
-        return new BenchWorker.Spec(opNames, sweep, dtype, warmup, iters, modes);
+        return new BenchWorker.Spec(opNames, sweep, dtype, warmup, iters, modes, tune != null);
     }
 
     /** A one-line progress bar on stderr, only when stderr is a terminal. */

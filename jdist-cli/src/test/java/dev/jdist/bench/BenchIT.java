@@ -62,7 +62,8 @@ class BenchIT {
                 .contains("size", "count", "type", "redop", "median(us)", "p99(us)", "algbw", "busbw", "#wrong", "peakRSS");
         List<String> dataRows = table.stdout().lines().filter(l -> !l.startsWith("#") && !l.isBlank()).toList();
         assertThat(dataRows).hasSize(5); // 4 B, 64 B, 1 KiB, 16 KiB, 64 KiB
-        assertThat(dataRows).allSatisfy(l -> assertThat(l.trim().split("\\s+")).hasSize(11).contains("bfloat16", "sum"));
+        // two ranks: the ring at every size (the algo column)
+        assertThat(dataRows).allSatisfy(l -> assertThat(l.trim().split("\\s+")).hasSize(12).contains("bfloat16", "sum").endsWith("ring"));
         byte[] image = Files.readAllBytes(png);
         assertThat(image).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
 
@@ -74,6 +75,47 @@ class BenchIT {
         assertThat(lines.getFirst()).startsWith("op,");
         assertThat(lines).hasSize(1 + 3);
         assertThat(Files.readString(svg)).contains("<svg").contains("</svg>");
+    }
+
+    @Test
+    @Timeout(600)
+    void tuneWritesRulesThatTheNextJobFollows(@TempDir Path dir) throws Exception {
+        Path rules = dir.resolve("rules.json");
+        CommandResult tune = JdistCli.run(Duration.ofSeconds(540), Map.of(), "bench", "-n", "3", "-p", String.valueOf(FreePorts.block(3)),
+                "--tune", rules.toString(), "--sizes", "4B:64KiB", "-f", "16", "-w", "1", "-i", "3", "--json");
+        assertThat(tune.exitCode()).as(tune.toString()).isZero();
+        List<BenchResult> rows = JSON.readValue(tune.stdout(), new TypeReference<>() {});
+        // 5 sizes: all_sum by ring, rd, rhd; all_gather by ring, rd, bruck; sum_scatter by ring, rh
+        assertThat(rows).hasSize(5 * (3 + 3 + 2));
+        assertThat(rows).allSatisfy(row -> assertThat(row.wrong()).as("#wrong of %s", row).isZero());
+        assertThat(rows).extracting(BenchResult::algorithm).containsOnly("ring", "rd", "rhd", "bruck", "rh");
+        assertThat(rows).extracting(BenchResult::hosts).containsOnly(1);
+        assertThat(tune.stderr()).contains("JDIST_ALGO_RULES=" + rules.toAbsolutePath());
+        dev.jdist.algo.AlgorithmRules written = dev.jdist.algo.AlgorithmRules.read(rules);
+        assertThat(written.comment()).contains("jdist bench --tune").contains("3 ranks on 1 host(s)");
+        assertThat(written.rules()).isNotEmpty().allSatisfy(r -> {
+            assertThat(r.minRanks()).isEqualTo(3);
+            assertThat(r.hosts()).isEqualTo(dev.jdist.algo.AlgorithmRules.Hosts.ONE);
+        });
+
+        // a job with JDIST_ALGO_RULES runs, at each size, the algorithm the file says
+        CommandResult after = JdistCli.run(T, Map.of("JDIST_ALGO_RULES", rules.toString()), "bench", "-n", "3",
+                "-p", String.valueOf(FreePorts.block(3)), "--op", "all_sum,all_gather,sum_scatter", "--sizes", "4B:64KiB", "-f", "16",
+                "-w", "1", "-i", "2", "--json");
+        assertThat(after.exitCode()).as(after.toString()).isZero();
+        List<BenchResult> followed = JSON.readValue(after.stdout(), new TypeReference<>() {});
+        dev.jdist.algo.Topology oneHost = new dev.jdist.algo.Topology(3, 1, false);
+        assertThat(followed).hasSize(15).allSatisfy(row -> {
+            var kind = BenchWorker.kindOf(BenchOp.parse(row.op()));
+            assertThat(row.algorithm()).as("%s", row).isEqualTo(written.match(kind, row.bytes(), oneHost).algorithm().text());
+            assertThat(row.wrong()).isZero();
+        });
+
+        // a second tune for the same rank count replaces its rules; a file that is not a rules file is refused up front
+        Files.writeString(dir.resolve("junk.json"), "[1, 2");
+        CommandResult junk = JdistCli.run(T, Map.of(), "bench", "-n", "3", "--tune", dir.resolve("junk.json").toString());
+        assertThat(junk.exitCode()).isEqualTo(2);
+        assertThat(junk.stderr()).contains("--tune").contains("junk.json").contains("not valid JSON");
     }
 
     @Test

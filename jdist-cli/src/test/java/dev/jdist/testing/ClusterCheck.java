@@ -28,9 +28,7 @@ public final class ClusterCheck {
     /** {@code java <jdist's flags> -cp jdist.jar:<check program> dev.jdist.rendezvous.ClusterCheckProgram}. */
     public static List<String> command() {
         JdistCli.argv(List.of()); // fails with a clear message when the jar was not built
-        return List.of(JdistCli.java(), "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
-                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m",
-                "-cp", JdistCli.JAR + ":" + classPath(), mainClass());
+        return JavaCommand.command(JdistCli.JAR + ":" + classPath(), List.of("-Xmx256m"), mainClass());
     }
 
     public static String mainClass() {

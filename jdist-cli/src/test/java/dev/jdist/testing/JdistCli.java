@@ -25,7 +25,7 @@ public final class JdistCli {
 
     /** The java that runs the tests, and so the jar. */
     public static String java() {
-        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        return JavaCommand.java();
     }
 
     /** The repository root: the first folder above the working directory that holds {@code examples/AllSum.java}. */

@@ -3,6 +3,7 @@ package dev.jdist.jaccl;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
+import dev.jdist.spi.Liveness;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -23,6 +24,11 @@ import java.util.function.BooleanSupplier;
  *
  * <p>All streams of one step run in the calling thread, which polls every involved completion
  * queue in turn (MLX uses one thread per ring wire; the bytes on the wire are the same).
+ *
+ * <p>Between jdist ranks the job's liveness watch is consulted while waiting ({@link #useLiveness}): a peer that is
+ * gone or stopped (UC reports nothing) or a failure elsewhere in the job ends the wait within {@code JDIST_HEARTBEAT},
+ * a peer that closed its group ends a wait for its data after a second without progress, and the progress deadline
+ * becomes the watch's (30 min unless {@code JDIST_TIMEOUT} is set). {@link #abort} ends a wait from another thread.
  */
 final class FrameEngine {
     enum Role { DATA, SCATTER_SEND, SCATTER_RECV, RING_SEND, RING_RECV }
@@ -88,9 +94,14 @@ final class FrameEngine {
         boolean done() { return released >= frames; }
     }
 
+    /** Without progress for this long, a wait asks whether a peer it waits for has closed its group. */
+    private static final long LEFT_CHECK_NANOS = 1_000_000_000L;
+
     private final RdmaTransport transport;
     private final int rank;
-    private final Duration timeout;
+    private volatile Duration timeout;
+    private volatile Liveness liveness;
+    private volatile DistributedException aborted;
     private final Map<Long, RdmaTransport.Buffer[]> buffers = new HashMap<>();
     private final long[] wrIds = new long[32];
     private final int[] statuses = new int[32];
@@ -103,6 +114,19 @@ final class FrameEngine {
     }
 
     int rank() { return rank; }
+
+    /** Every member is jdist: consult the job's liveness watch while waiting, and wait for progress up to its deadline. */
+    void useLiveness(Liveness watch) {
+        this.timeout = watch.progressDeadline();
+        this.liveness = watch;
+        watch.onFailure(this::abort);
+    }
+
+    /** Ends the engine from another thread: a waiting operation fails with {@code cause} (or the watch's error). */
+    void abort(DistributedException cause) {
+        if (aborted == null) aborted = cause;
+        markBroken(cause);
+    }
 
     RdmaTransport transport() { return transport; }
 
@@ -120,6 +144,9 @@ final class FrameEngine {
     void checkHealthy() {
         DistributedException b = broken;
         if (b != null) {
+            Liveness l = liveness;
+            DistributedException f = l == null ? null : l.failure();
+            if (f != null) throw f;
             throw b instanceof DeadlineExceededException
                     ? new DeadlineExceededException("the JACCL group is broken by an earlier failure: " + b.getMessage(), b)
                     : new PeerLostException("the JACCL group is broken by an earlier failure: " + b.getMessage(), b);
@@ -196,7 +223,7 @@ final class FrameEngine {
                     if (statuses[i] != 0) {
                         throw new PeerLostException("JACCL rank " + rank + ": a " + (kind == Frames.KIND_SEND ? "send to " : "receive from ")
                                 + transport.describe(conn) + " completed with " + transport.statusText(statuses[i]) + " during " + what
-                                + "; the peer process is gone or the link failed");
+                                + "; the peer process is gone or the link failed", null, rank, transport.peerOf(conn), what);
                     }
                     if (kind == Frames.KIND_SEND && sendOn[conn] != null) {
                         SendStream s = sendOn[conn];
@@ -222,8 +249,32 @@ final class FrameEngine {
                 lastProgress = System.nanoTime();
                 idle = 0;
             } else {
-                if (System.nanoTime() - lastProgress > timeout.toNanos()) throw stalled(what, sends, recvs);
+                long waited = System.nanoTime() - lastProgress;
+                checkWatch(what, recvs, waited);
+                if (waited > timeout.toNanos()) throw stalled(what, sends, recvs);
                 backoff(idle++);
+            }
+        }
+    }
+
+    /** The liveness watch's verdict, an abort from another thread, or a peer that closed its group: each ends the wait. */
+    private void checkWatch(String what, List<RecvStream> recvs, long waited) {
+        DistributedException a = aborted;
+        Liveness l = liveness;
+        if (a != null) {
+            DistributedException f = l == null ? null : l.failure();
+            throw f != null ? f : a;
+        }
+        if (l == null) return;
+        DistributedException f = l.failure();
+        if (f != null) throw f;
+        if (waited < LEFT_CHECK_NANOS) return;
+        for (RecvStream r : recvs) {
+            int peer = transport.peerOf(r.conn);
+            if (r.arrived < r.frames && l.hasLeft(peer)) {
+                throw new PeerLostException("JACCL rank " + rank + ": " + transport.describe(r.conn) + " closed its group (its program "
+                        + "finished or called close()) while this rank waited for its data during " + what + " (" + r.arrived + "/"
+                        + r.frames + " frames); every rank must issue the same operations. The group is closed.", null, rank, peer, what);
             }
         }
     }
@@ -268,7 +319,7 @@ final class FrameEngine {
         }
         return new DeadlineExceededException("JACCL rank " + rank + ": no progress for " + TcpSideChannel.human(timeout)
                 + " (JDIST_TIMEOUT) during " + what + ", still waiting for " + String.join(", ", owed)
-                + "; that rank has probably died or stopped calling collectives");
+                + "; that rank has probably died or stopped calling collectives", null, rank, what, timeout);
     }
 
     /**

@@ -1,5 +1,7 @@
 package dev.jdist.ring;
 
+import dev.jdist.mesh.PeerMesh;
+
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import java.nio.ByteBuffer;
@@ -24,10 +26,10 @@ import java.security.SecureRandom;
  * without revealing it, and fresh nonces prevent replay. A connector that fails it is dropped and
  * the acceptor keeps waiting for the genuine neighbour.
  *
- * <p>Public so that jdist's other start-up connections (the rendezvous store) prove the same token the same way;
+ * <p>Public so that jdist's other connections (the rendezvous store, the peer mesh) prove the same token the same way;
  * they pass a channel number j outside the ring's connection indices, which keeps their proofs apart.
  */
-public final class RingAuthenticator {
+public final class RingAuthenticator implements PeerMesh.Proofs {
     static final byte[] MAGIC = "JDISTAU1".getBytes(StandardCharsets.US_ASCII);
     public static final int NONCE = 32;
     public static final int MAC = 32;
@@ -48,8 +50,10 @@ public final class RingAuthenticator {
         return b;
     }
 
+    @Override
     public byte[] acceptorMac(int j, byte[] nonceC, byte[] nonceA) { return mac("jdist-ring acceptor", j, nonceC, nonceA); }
 
+    @Override
     public byte[] connectorMac(int j, byte[] nonceA, byte[] nonceC) { return mac("jdist-ring connector", j, nonceA, nonceC); }
 
     public static boolean same(byte[] a, byte[] b) { return MessageDigest.isEqual(a, b); }

@@ -3,8 +3,20 @@ package dev.jdist.ring;
 import dev.jdist.Array;
 import dev.jdist.ConnectFailedException;
 import dev.jdist.DType;
+import dev.jdist.DistributedException;
+import dev.jdist.PeerLostException;
 import dev.jdist.ReduceOp;
+import dev.jdist.algo.Algorithm;
+import dev.jdist.algo.AlgorithmPolicy;
+import dev.jdist.algo.CollectiveKind;
+import dev.jdist.algo.MeshAlgorithms;
+import dev.jdist.algo.Topology;
+import dev.jdist.mesh.MeshSchedule;
+import dev.jdist.mesh.MeshTransport;
+import dev.jdist.mesh.PeerMesh;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.JobTable;
+import dev.jdist.spi.Liveness;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -18,12 +30,19 @@ import java.nio.channels.ServerSocketChannel;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 
 /**
  * A ring group (spec collectives.md §3): this rank's connections to its two neighbours and the
  * operations over them. Schedules come from {@link RingSchedule}, bytes move in a {@link RingTransport}
  * ({@link TcpTransport}, or {@link ShmTransport} with {@code JDIST_TRANSPORT=shm}). A 1-rank ring (hostfile
  * with one entry) has no sockets; {@link dev.jdist.Group} turns its collectives into identities.
+ *
+ * <p>When every member is known to be jdist ({@link #membersAreJdist}), the group also forms a {@link PeerMesh}
+ * (connections to any member, made on demand) and chooses each collective's algorithm by size, rank count and topology
+ * ({@link AlgorithmPolicy}, spec §10): the ring, or a mesh algorithm run by a {@link MeshTransport}. Until then, and
+ * always with MLX peers, every operation is MLX's ring, byte for byte.
  */
 public final class RingGroup implements GroupImpl {
 
@@ -42,6 +61,52 @@ public final class RingGroup implements GroupImpl {
     private final LastSchedule lastSend = new LastSchedule();
     private final LastSchedule lastRecv = new LastSchedule();
     private static final String[] REDUCE_NAMES = {"all_sum", "all_max", "all_min"};
+    /** Set once every member is known to be jdist (spec §10); null before, and for good when MLX peers may be present. */
+    private volatile MeshState mesh;
+
+    /** The peer mesh, its transport, the algorithm policy and what the mesh algorithms reuse between calls. */
+    private static final class MeshState {
+        final PeerMesh mesh;
+        final MeshTransport transport;
+        final Topology topology;
+        volatile AlgorithmPolicy policy;
+        MemorySegment scratch;
+        final LastMesh lastAllReduce = new LastMesh();
+        final LastMesh lastAllGather = new LastMesh();
+        final LastMesh lastSumScatter = new LastMesh();
+
+        MeshState(PeerMesh mesh, Topology topology, AlgorithmPolicy policy) {
+            this.mesh = mesh;
+            this.transport = new MeshTransport(mesh);
+            this.topology = topology;
+            this.policy = policy;
+        }
+
+        /** The scratch buffer of {@code bytes} (grown as needed, kept for later calls); null for 0. */
+        MemorySegment scratch(long bytes) {
+            if (bytes == 0) return null;
+            if (scratch == null || scratch.byteSize() < bytes) scratch = Arena.ofAuto().allocate(bytes, 64);
+            return scratch;
+        }
+    }
+
+    /** The last mesh schedule of one kind, for repeated calls of one shape. */
+    private static final class LastMesh {
+        Algorithm algorithm;
+        long a = -1;
+        long b = -1;
+        MeshSchedule schedule;
+
+        MeshSchedule get(Algorithm algorithm, long a, long b, java.util.function.Supplier<MeshSchedule> make) {
+            if (schedule == null || this.algorithm != algorithm || this.a != a || this.b != b) {
+                schedule = make.get();
+                this.algorithm = algorithm;
+                this.a = a;
+                this.b = b;
+            }
+            return schedule;
+        }
+    }
 
     private static final class LastSchedule {
         long a = -1;
@@ -149,17 +214,25 @@ public final class RingGroup implements GroupImpl {
         DType dtype = in.dtype();
         int s = dtype.itemSize();
         long e = in.size();
+        MeshState m = mesh;
+        Algorithm algorithm = m == null ? Algorithm.RING : m.policy.choose(CollectiveKind.ALL_REDUCE, in.nbytes(), m.topology);
+        if (algorithm != Algorithm.RING) {
+            copy(in.segment(), out.segment());
+            MeshSchedule schedule = m.lastAllReduce.get(algorithm, e, s, () -> MeshAlgorithms.allReduce(algorithm, rank, size, e, s));
+            runMesh(m, name + " (" + algorithm.description() + ")", schedule, out.segment(), op, dtype);
+            return;
+        }
         List<RingSchedule.Stream> streams = lastAllReduce.matches(e, s) ? lastAllReduce.streams
                 : lastAllReduce.remember(e, s, RingSchedule.allReduce(rank, size, k, e, s));
         if (RingSchedule.isSmallPath(e, size)) {
             MemorySegment w = small.asSlice(0, (long) size * s);
             w.fill((byte) 0);
             MemorySegment.copy(in.segment(), 0, w, 0, e * s);
-            transport.run(Transfer.reduce(name, streams, w, op, dtype));
+            runRing(Transfer.reduce(name, streams, w, op, dtype));
             MemorySegment.copy(w, 0, out.segment(), 0, e * s);
         } else {
             // out starts as a copy of in: the transport copies, or reads in where the schedule first touches each byte
-            transport.run(Transfer.reduceFrom(name, streams, out.segment(), in.segment(), op, dtype));
+            runRing(Transfer.reduceFrom(name, streams, out.segment(), in.segment(), op, dtype));
         }
     }
 
@@ -172,9 +245,16 @@ public final class RingGroup implements GroupImpl {
         }
         transport.checkUsable("all_gather");
         MemorySegment.copy(in.segment(), 0, out.segment(), rank * bytes, bytes);
+        MeshState m = mesh;
+        Algorithm algorithm = m == null ? Algorithm.RING : m.policy.choose(CollectiveKind.ALL_GATHER, out.nbytes(), m.topology);
+        if (algorithm != Algorithm.RING) {
+            MeshSchedule schedule = m.lastAllGather.get(algorithm, bytes, 0, () -> MeshAlgorithms.allGather(algorithm, rank, size, bytes));
+            runMesh(m, "all_gather (" + algorithm.description() + ")", schedule, out.segment(), null, null);
+            return;
+        }
         List<RingSchedule.Stream> streams = lastAllGather.matches(bytes, 0) ? lastAllGather.streams
                 : lastAllGather.remember(bytes, 0, RingSchedule.allGather(rank, size, k, bytes));
-        transport.run(Transfer.of("all_gather", streams, out.segment()));
+        runRing(Transfer.of("all_gather", streams, out.segment()));
     }
 
     @Override
@@ -191,13 +271,28 @@ public final class RingGroup implements GroupImpl {
         // fit the group's bounded work buffer: piece [lo, lo+m) of every rank's chunk, side by side. Every
         // rank cuts the same pieces (sum_scatter is a jdist extension; no MLX peer expects one pass).
         long pieceElements = Math.max(1, sumScatterWorkBytes / ((long) size * s));
+        MeshState ms = mesh;
+        Algorithm algorithm = ms == null ? Algorithm.RING : ms.policy.choose(CollectiveKind.SUM_SCATTER, in.nbytes(), ms.topology);
+        if (algorithm != Algorithm.RING) {
+            for (long lo = 0; lo < chunk; lo += pieceElements) {
+                long m = Math.min(pieceElements, chunk - lo);
+                long pieceBytes = m * s;
+                MemorySegment work = sumScatterWork(size * pieceBytes);
+                for (int c = 0; c < size; c++) MemorySegment.copy(in.segment(), (c * chunk + lo) * s, work, c * pieceBytes, pieceBytes);
+                MeshSchedule schedule = ms.lastSumScatter.get(algorithm, pieceBytes, 0,
+                        () -> MeshAlgorithms.sumScatter(algorithm, rank, size, pieceBytes));
+                runMesh(ms, "sum_scatter (" + algorithm.description() + ")", schedule, work, ReduceOp.SUM, dtype);
+                MemorySegment.copy(work, rank * pieceBytes, out.segment(), lo * s, pieceBytes);
+            }
+            return;
+        }
         for (long lo = 0; lo < chunk; lo += pieceElements) {
             long m = Math.min(pieceElements, chunk - lo);
             MemorySegment work = sumScatterWork((long) size * m * s);
             List<RingSchedule.Stream> streams = lastSumScatter.matches(m, s) ? lastSumScatter.streams
                     : lastSumScatter.remember(m, s, RingSchedule.sumScatter(rank, size, k, m, s));
             // work block c = piece [lo, lo+m) of chunk c: read from the input where the schedule first needs it
-            transport.run(Transfer.reduceFromBlocks("sum_scatter", streams, work, in.segment(), m * s, chunk * s, lo * s,
+            runRing(Transfer.reduceFromBlocks("sum_scatter", streams, work, in.segment(), m * s, chunk * s, lo * s,
                     ReduceOp.SUM, dtype));
             MemorySegment.copy(work, rank * m * s, out.segment(), lo * s, m * s);
         }
@@ -227,7 +322,32 @@ public final class RingGroup implements GroupImpl {
     private void pointToPoint(String opName, LastSchedule last, Array x, int peer, boolean sending) {
         List<RingSchedule.Stream> streams = last.matches(x.nbytes(), peer) ? last.streams
                 : last.remember(x.nbytes(), peer, RingSchedule.pointToPoint(rank, size, k, x.nbytes(), peer, sending));
-        transport.run(Transfer.of(opName, streams, x.segment()));
+        runRing(Transfer.of(opName, streams, x.segment()));
+    }
+
+    /** A ring operation; a failure also breaks the mesh, so that members waiting on this one over it fail too. */
+    private void runRing(Transfer t) {
+        try {
+            transport.run(t);
+        } catch (RuntimeException | Error e) {
+            MeshState m = mesh;
+            if (m != null) {
+                m.mesh.breakWith(e instanceof DistributedException de ? de
+                        : new PeerLostException("rank " + rank + ": " + t.opName() + " failed unexpectedly (" + e + ")", e));
+            }
+            throw e;
+        }
+    }
+
+    /** A mesh operation; a failure also breaks the ring, so that the neighbours fail too. */
+    private void runMesh(MeshState m, String opName, MeshSchedule schedule, MemorySegment work, ReduceOp op, DType dtype) {
+        try {
+            m.transport.run(opName, schedule, work, m.scratch(schedule.scratchBytes()), op, dtype);
+        } catch (RuntimeException | Error e) {
+            DistributedException cause = m.mesh.broken();
+            if (cause != null) transport.breakGroup(cause);
+            throw e;
+        }
     }
 
     private static void copy(MemorySegment from, MemorySegment to) {
@@ -287,8 +407,19 @@ public final class RingGroup implements GroupImpl {
             RingSettings sub = settings.forRing(newRank,
                     new RingHostfile(null, members.stream().map(Member::addresses).toList()));
             if (sub.size() == 1) return new RingGroup(sub, null);
-            return form(sub, listeners, new RingLog(settings.verbose(),
-                    "rank " + rank + " -> split colour " + color + " rank " + newRank));
+            String who = "rank " + rank + " -> split colour " + color + " rank " + newRank;
+            RingGroup child = form(sub, listeners, new RingLog(settings.verbose(), who));
+            MeshState m = mesh;
+            if (m != null) {
+                // the members of a jdist group are jdist: the sub-ring gets its own mesh, with the parent's policy
+                try {
+                    child.formMesh(m.policy, who);
+                } catch (RuntimeException | Error e) {
+                    child.close();
+                    throw e;
+                }
+            }
+            return child;
         } catch (IOException e) {
             throw new ConnectFailedException("rank " + rank + ": split(" + color + ", " + key + ") failed: " + e, e);
         } finally {
@@ -296,8 +427,79 @@ public final class RingGroup implements GroupImpl {
         }
     }
 
+    // ------------------------------------------------------------------ between jdist ranks (spec §10)
+
+    /**
+     * Every member is jdist: forms the peer mesh (an all-gather of each member's mesh address over this ring) and from
+     * now on chooses each collective's algorithm by {@code JDIST_ALGO}, {@code JDIST_ALGO_RULES} and jdist's defaults.
+     */
+    @Override
+    public void membersAreJdist(JobTable table, Map<String, String> env) {
+        if (size == 1 || mesh != null) return;
+        formMesh(AlgorithmPolicy.fromEnvironment(env), "rank " + rank);
+    }
+
+    /** Binds the mesh listener on this rank's ring address, exchanges the records over the ring, forms the mesh. */
+    private void formMesh(AlgorithmPolicy policy, String who) {
+        transport.checkUsable("forming the peer mesh");
+        InetAddress ip = settings.hostfile().addresses(rank).getFirst().socketAddress().getAddress();
+        ServerSocketChannel listener = PeerMesh.listen(ip, "rank " + rank);
+        PeerMesh m;
+        try {
+            byte[] mine = PeerMesh.record(listener, PeerMesh.thisHostId(), policy.digest());
+            Array all = Array.zeros(DType.UINT8, PeerMesh.RECORD_BYTES * size);
+            allGather(Array.fromBytes(DType.UINT8, mine, mine.length), all);
+            m = PeerMesh.form(new PeerMesh.Settings(rank, settings.timeout(), settings.jobToken(), settings.spinMicros(),
+                    settings.verbose(), who, RingAuthenticator::new), listener, all.toBytes(),
+                    AlgorithmPolicy.VARIABLE + " and " + AlgorithmPolicy.RULES_VARIABLE);
+        } catch (RuntimeException | Error e) {
+            RingConnector.closeQuietly(listener);
+            throw e;
+        }
+        mesh = new MeshState(m, new Topology(size, m.hosts(), transport instanceof ShmTransport), policy);
+    }
+
+    /** jdist-internal: the peer mesh, once every member is known to be jdist (for operations that need any peer). */
+    public Optional<PeerMesh> peerMesh() {
+        MeshState m = mesh;
+        return m == null ? Optional.empty() : Optional.of(m.mesh);
+    }
+
+    /** jdist-internal: the transport that runs schedules over {@link #peerMesh()}. */
+    public Optional<MeshTransport> meshTransport() {
+        MeshState m = mesh;
+        return m == null ? Optional.empty() : Optional.of(m.transport);
+    }
+
+    /** The algorithm the next {@code kind} of {@code bytes} (counted as {@link CollectiveKind} says) will use. */
+    public Algorithm algorithmFor(CollectiveKind kind, long bytes) {
+        MeshState m = mesh;
+        return m == null ? Algorithm.RING : m.policy.choose(kind, bytes, m.topology);
+    }
+
+    /**
+     * jdist-internal ({@code jdist bench --tune}): replaces the algorithm policy. Every member must call it with the same
+     * policy between the same two operations. Throws when the group has no mesh (MLX peers may be present).
+     */
+    public void useAlgorithmPolicy(AlgorithmPolicy policy) {
+        MeshState m = mesh;
+        if (m == null) {
+            throw new IllegalStateException("rank " + rank + ": this ring group may have MLX peers (no job token and no "
+                    + "rendezvous), so it runs MLX's ring and cannot choose algorithms");
+        }
+        m.policy = policy;
+    }
+
+    /** Every member is jdist: the job's liveness watch ends a waiting operation and sets the progress deadline (spec §11). */
+    @Override
+    public void useLiveness(Liveness liveness) {
+        if (transport instanceof RingTransportBase t) t.useLiveness(liveness);
+    }
+
     @Override
     public void close() {
+        MeshState m = mesh;
+        if (m != null) m.mesh.close();
         if (transport != null) transport.close();
     }
 }

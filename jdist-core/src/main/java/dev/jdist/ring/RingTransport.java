@@ -14,6 +14,12 @@ interface RingTransport extends AutoCloseable {
     /** Runs {@code transfer}'s streams; returns when every byte has been sent and received. */
     void run(Transfer transfer);
 
+    /**
+     * Breaks the group because of a failure elsewhere (its peer mesh): later operations fail with {@code cause}, and every
+     * ring connection is closed so that the neighbours fail too.
+     */
+    void breakGroup(dev.jdist.DistributedException cause);
+
     @Override
     void close();
 }

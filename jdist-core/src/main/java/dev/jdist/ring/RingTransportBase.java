@@ -3,6 +3,7 @@ package dev.jdist.ring;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
+import dev.jdist.spi.Liveness;
 
 import java.io.IOException;
 import java.nio.channels.SelectionKey;
@@ -21,10 +22,16 @@ abstract class RingTransportBase implements RingTransport {
     final RingLog log;
     final RingConnector.Connections connections;
     final Selector selector;
-    /** {@code JDIST_TIMEOUT}: the longest an operation may go without progress. */
-    final long timeoutNanos;
+    /** {@code JDIST_TIMEOUT}: the longest an operation may go without progress (longer with a liveness watch). */
+    volatile long timeoutNanos;
     /** {@link #timeoutNanos} as messages say it, in seconds. */
-    final String timeoutText;
+    volatile String timeoutText;
+    /** The job's liveness watch, when every member is jdist; null otherwise (MLX peers may be present). */
+    private volatile Liveness liveness;
+    /** Set when the watch ended the group from its own thread: a waiting operation fails with the watch's error. */
+    private volatile DistributedException aborted;
+    /** Where the ranks listen, for the host of a lost peer. */
+    private final RingHostfile hostfile;
     /** Said after the connection in messages: "" for TCP, ", shared memory" for shm. */
     private final String connectionDetail;
     private volatile DistributedException broken;
@@ -33,6 +40,7 @@ abstract class RingTransportBase implements RingTransport {
     RingTransportBase(RingSettings settings, RingConnector.Connections connections, RingLog log, String connectionDetail)
             throws IOException {
         this.rank = settings.rank();
+        this.hostfile = settings.hostfile();
         this.connections = connections;
         this.log = log;
         this.timeoutNanos = settings.timeout().toNanos();
@@ -49,6 +57,41 @@ abstract class RingTransportBase implements RingTransport {
 
     /** How messages name connection {@code c} (peer rank, address, {@code left[j]}/{@code right[j]}). */
     final String describe(RingConnection c) { return c.describe(connectionDetail); }
+
+    /**
+     * Every member is jdist and the job's liveness watch runs (docs/reliability.md): operations wait for progress up to
+     * its deadline (30 min unless {@code JDIST_TIMEOUT} is set), and a failure the watch finds anywhere in the job ends
+     * the group at once ({@link #abort}).
+     */
+    final void useLiveness(Liveness watch) {
+        this.timeoutNanos = watch.progressDeadline().toNanos();
+        this.timeoutText = RingConnector.seconds(watch.progressDeadline());
+        this.liveness = watch;
+        watch.onFailure(this::abort);
+    }
+
+    /**
+     * Ends the group now, from another thread (the liveness watch): marks it broken, closes its connections (so the
+     * neighbours notice too) and wakes an operation asleep in the selector, which then fails with the watch's error.
+     */
+    final void abort(DistributedException cause) {
+        if (closed || aborted != null) return;
+        aborted = cause;
+        breakGroup(cause);
+        selector.wakeup();
+    }
+
+    /** Throws the watch's error when it ended the group; called where a waiting operation would otherwise sleep. */
+    final void checkAborted() {
+        DistributedException a = aborted;
+        if (a != null) throw watchFailure(a);
+    }
+
+    private DistributedException watchFailure(DistributedException fallback) {
+        Liveness l = liveness;
+        DistributedException f = l == null ? null : l.failure();
+        return f != null ? f : fallback;
+    }
 
     /** Runs the transfer's streams (at least one). Failures propagate. */
     abstract void execute(Transfer transfer);
@@ -76,6 +119,12 @@ abstract class RingTransportBase implements RingTransport {
             execute(t);
         } catch (DistributedException e) {
             breakGroup(e);
+            if (aborted != null) {
+                // the connections failed because the watch closed them: its error says why
+                DistributedException w = watchFailure(aborted);
+                if (w != e) w.addSuppressed(e);
+                throw w;
+            }
             throw e;
         } catch (RuntimeException | Error e) {
             // anything unexpected mid-operation leaves the byte streams out of step: the group cannot go on
@@ -109,7 +158,7 @@ abstract class RingTransportBase implements RingTransport {
         return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + describe(c)
                 + " while " + direction + ": " + why + ". Rank " + c.peer() + " probably exited or "
                 + "crashed (or a rank further round the ring did, and its failure travelled here); check its output. "
-                + "The group is closed.", cause);
+                + "The group is closed.", cause, rank, c.peer(), hostfile.addresses(c.peer()).getFirst().host(), opName);
     }
 
     /**
@@ -130,7 +179,7 @@ abstract class RingTransportBase implements RingTransport {
         return new DeadlineExceededException("rank " + rank + ": " + opName + " made no progress for " + timeoutText
                 + " s (JDIST_TIMEOUT) while " + String.join("; ", waiting) + ". The peer may be " + peerStates
                 + " running a different sequence of operations; raise JDIST_TIMEOUT if it is just slow. "
-                + "The group is closed.");
+                + "The group is closed.", null, rank, opName, java.time.Duration.ofNanos(timeoutNanos));
     }
 
     /** An operation interrupted half-way: the byte streams are out of step. */
@@ -145,7 +194,8 @@ abstract class RingTransportBase implements RingTransport {
         return new PeerLostException("rank " + rank + ": " + opName + " failed: " + e, e);
     }
 
-    final void breakGroup(DistributedException e) {
+    @Override
+    public final void breakGroup(DistributedException e) {
         if (broken == null) broken = e;
         log.log("group broken: " + e.getMessage());
         connections.closeAll();

@@ -153,6 +153,7 @@ final class ShmTransport extends RingTransportBase {
                 // Nothing moved in a whole pass. A neighbour seen gone in an earlier pass has had its
                 // last published bytes used by now, so if the operation still needs it, it is lost.
                 checkDependencies(opName, m);
+                checkAborted();
                 if (idle++ == 0) {
                     idleSince = System.nanoTime();
                     spinning = true;

@@ -160,6 +160,7 @@ final class TcpTransport extends RingTransportBase {
                 }
                 for (Endpoint s : left) updateInterest(s);
                 for (Endpoint s : right) updateInterest(s);
+                checkAborted();
                 long waitNanos = timeoutNanos - (now - lastProgress);
                 if (waitNanos <= 0) throw noProgress(opName, runs, "hung, stopped, unreachable, or");
                 if (Thread.currentThread().isInterrupted()) throw interrupted(opName);

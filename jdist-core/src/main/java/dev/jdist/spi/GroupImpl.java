@@ -7,6 +7,7 @@ import dev.jdist.ReduceOp;
 import dev.jdist.UnsupportedCollectiveException;
 
 import java.util.List;
+import java.util.Map;
 
 /**
  * What every backend implements. {@link dev.jdist.Group} validates arguments, allocates outputs,
@@ -114,6 +115,24 @@ public interface GroupImpl extends AutoCloseable {
      * ({@code "the ring sends only to a neighbour: ranks 2 (left) and 4 (right)"}).
      */
     default String beyondMlxPointToPoint(int peer) { return null; }
+
+    /**
+     * Called once, on every member at the same point before the first operation, when every member of this group is
+     * known to be jdist ({@code table}: the job met through a rendezvous, or formed from MLX variables with a job token
+     * and passed the agreement check). From then on the backend may use what only jdist ranks understand (the ring: its
+     * peer mesh and size-aware algorithms, spec collectives.md §10) and may communicate over the group to set it up;
+     * {@code env} is the environment the group was formed from. Never called when MLX peers may be present. A failure
+     * is thrown, and the caller closes the group.
+     */
+    default void membersAreJdist(JobTable table, Map<String, String> env) {}
+
+    /**
+     * jdist-internal: every member is jdist and the job's liveness watch runs (docs/reliability.md). A backend that
+     * implements this consults {@code liveness} while it waits, so that a lost peer or a failure elsewhere ends the wait
+     * within {@code JDIST_HEARTBEAT}, and waits for progress up to {@link Liveness#progressDeadline()}. Called once,
+     * before the first user operation; the default ignores it (operations then end only at their own deadline).
+     */
+    default void useLiveness(Liveness liveness) {}
 
     /** Releases sockets, threads and native resources. Idempotent. */
     @Override

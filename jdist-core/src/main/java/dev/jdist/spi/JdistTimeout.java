@@ -16,6 +16,12 @@ import java.util.regex.Pattern;
 public final class JdistTimeout {
     public static final String VARIABLE = "JDIST_TIMEOUT";
     public static final Duration DEFAULT = Duration.ofSeconds(120);
+    /**
+     * The progress deadline when the job's liveness watch runs (every rank is jdist, docs/reliability.md): a peer that
+     * is alive but not yet in the collective is waited for this long, since a lost one is found by the heartbeat.
+     * Connection set-up keeps {@link #DEFAULT}.
+     */
+    public static final Duration WATCHED_DEFAULT = Duration.ofMinutes(30);
     private static final Pattern FORM = Pattern.compile("([0-9]+(?:\\.[0-9]+)?)\\s*(ms|s|m)?");
     private static final double MAX_MILLIS = 7 * 24 * 3600_000.0;
 
@@ -24,6 +30,11 @@ public final class JdistTimeout {
     /** Seconds ({@code 30}, {@code 2.5}) or with a unit ({@code 500ms}, {@code 30s}, {@code 2m}); unset or blank → {@link #DEFAULT}. */
     public static Duration parse(String value) {
         return parse(VARIABLE, value, DEFAULT);
+    }
+
+    /** The progress deadline of a group with a liveness watch: {@code JDIST_TIMEOUT} when set, else {@link #WATCHED_DEFAULT}. */
+    public static Duration watchedProgress(String value) {
+        return parse(VARIABLE, value, WATCHED_DEFAULT);
     }
 
     /**

@@ -3,6 +3,9 @@ package dev.jdist.jaccl;
 import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
+import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,6 +21,7 @@ import java.lang.invoke.MethodHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
@@ -39,7 +43,7 @@ class FakeVerbsIT {
     static Path library;
 
     static synchronized Path library(Path dir) throws Exception {
-        Prerequisite.require(Files.exists(Path.of("/usr/include/infiniband/verbs.h")),
+        Requirements.require(Files.exists(Path.of("/usr/include/infiniband/verbs.h")),
                 "the rdma-core headers (/usr/include/infiniband/verbs.h) are missing; install libibverbs-dev");
         if (library != null) return library;
         dir = Files.createTempDirectory("jdist-fakeverbs");   // outlives each test's @TempDir: the library stays loaded
@@ -49,11 +53,9 @@ class FakeVerbsIT {
             Files.write(src, in.readAllBytes());
         }
         Path so = dir.resolve("libjdistfakeverbs-" + ProcessHandle.current().pid() + ".so");
-        Process p = new ProcessBuilder("gcc", "-shared", "-fPIC", "-Wall", "-o", so.toString(), src.toString())
-                .redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-        assertThat(p.exitValue()).as("gcc: %s", out).isZero();
+        CommandResult gcc = CommandResult.run(Duration.ofSeconds(60),
+                "gcc", "-shared", "-fPIC", "-Wall", "-o", so.toString(), src.toString());
+        assertThat(gcc.exitCode()).as("%s", gcc).isZero();
         src.toFile().deleteOnExit();
         so.toFile().deleteOnExit();
         library = so;
@@ -70,7 +72,7 @@ class FakeVerbsIT {
         Path so = library(dir);
         Path file = dir.resolve("devices-" + System.nanoTime() + ".json");
         Files.writeString(file, matrix);
-        int port = TcpSideChannelIT.freePort();
+        int port = FreePorts.one();
         ExecutorService pool = Executors.newFixedThreadPool(n);
         try {
             Future<?>[] fs = new Future<?>[n];

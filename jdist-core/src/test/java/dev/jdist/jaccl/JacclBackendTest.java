@@ -7,6 +7,7 @@ import dev.jdist.Distributed;
 import dev.jdist.ReduceOp;
 import dev.jdist.UnsupportedCollectiveException;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -47,7 +48,7 @@ class JacclBackendTest {
     @Test
     @Timeout(60)
     void aDeviceTheHostLacksIsAConfigErrorNamingIt(@TempDir Path dir) throws Exception {
-        Prerequisite.require(Verbs.problem(Verbs.defaultLibrary()).isEmpty(),
+        Requirements.require(Verbs.problem(Verbs.defaultLibrary()).isEmpty(),
                 "libibverbs (" + Verbs.defaultLibrary() + ") is not installed; install libibverbs-dev / ibverbs-providers");
         List<String> present = VerbsTransport.deviceNames(Verbs.load(Verbs.defaultLibrary()));
         String absent = "jdist_absent_dev";

@@ -7,20 +7,17 @@ import dev.jdist.cluster.ClusterJob;
 import dev.jdist.cluster.JobDiscovery;
 import dev.jdist.rendezvous.Rendezvous;
 import dev.jdist.rendezvous.StoreRendezvous;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.RankThreads;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -37,29 +34,20 @@ class JacclRendezvousIT {
         Path file = dir.resolve("devices.json");
         Files.writeString(file, "[[null,\"fake1\",\"fake2\"],[\"fake0\",null,\"fake2\"],[\"fake0\",\"fake1\",null]]");
         int n = 3;
-        int port = TcpSideChannelIT.freePort();
-        ExecutorService pool = Executors.newFixedThreadPool(n);
-        try {
-            List<Future<String>> fs = new ArrayList<>();
-            for (int r = 0; r < n; r++) {
-                int rank = r;
-                fs.add(pool.submit(() -> {
-                    Map<String, String> env = new HashMap<>(Map.of("RANK", "" + rank, "WORLD_SIZE", "" + n,
-                            "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "" + port, "MLX_IBV_DEVICES", file.toString(),
-                            "JDIST_JACCL_LIB", so.toString(), "JDIST_TIMEOUT", "60"));
-                    ClusterJob job = JobDiscovery.detect(env).job().orElseThrow();
-                    try (StoreRendezvous rv = Rendezvous.open(job, env);
-                         JacclGroup g = (JacclGroup) new JacclBackend().join(true, rv).orElseThrow()) {
-                        Array out = Array.zeros(DType.FLOAT32, 1000);
-                        g.allReduce(Array.full(DType.FLOAT32, rank + 1, 1000), out, ReduceOp.SUM);
-                        return g.rank() + "/" + g.size() + " " + out.getDouble(999) + " " + rv.table().orElseThrow().rank(rank).backend();
-                    }
-                }));
+        int port = FreePorts.one();
+        List<String> got = RankThreads.run(n, 150, rank -> {
+            Map<String, String> env = new HashMap<>(Map.of("RANK", "" + rank, "WORLD_SIZE", "" + n,
+                    "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "" + port, "MLX_IBV_DEVICES", file.toString(),
+                    "JDIST_JACCL_LIB", so.toString(), "JDIST_TIMEOUT", "60"));
+            ClusterJob job = JobDiscovery.detect(env).job().orElseThrow();
+            try (StoreRendezvous rv = Rendezvous.open(job, env);
+                 JacclGroup g = (JacclGroup) new JacclBackend().join(true, rv).orElseThrow()) {
+                Array out = Array.zeros(DType.FLOAT32, 1000);
+                g.allReduce(Array.full(DType.FLOAT32, rank + 1, 1000), out, ReduceOp.SUM);
+                return g.rank() + "/" + g.size() + " " + out.getDouble(999) + " " + rv.table().orElseThrow().rank(rank).backend();
             }
-            for (int r = 0; r < n; r++) assertThat(fs.get(r).get(150, TimeUnit.SECONDS)).isEqualTo(r + "/3 6.0 jaccl");
-        } finally {
-            pool.shutdownNow();
-        }
+        });
+        for (int r = 0; r < n; r++) assertThat(got.get(r)).isEqualTo(r + "/3 6.0 jaccl");
         assertThat(FakeVerbsIT.violations(so)).as("spec violations seen by the fake libibverbs").isEmpty();
     }
 }

@@ -3,6 +3,8 @@ package dev.jdist.jaccl;
 import dev.jdist.ConnectFailedException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.RankThreads;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -23,34 +25,25 @@ class SideChannelTest {
     @Test
     @Timeout(60)
     void allGatherIsRankOrderedAndRecordsArePadded() throws Exception {
-        int n = 3, port = TcpSideChannelIT.freePort();
-        ExecutorService pool = Executors.newFixedThreadPool(n);
-        try {
-            List<Future<String>> fs = new ArrayList<>();
-            for (int r = 0; r < n; r++) {
-                int rank = r;
-                fs.add(pool.submit(() -> {
-                    try (TcpSideChannel ch = TcpSideChannel.connect(rank, n, "127.0.0.1", port, Duration.ofSeconds(20), s -> {})) {
-                        byte[] all = ch.allGather(new byte[]{(byte) rank, (byte) (rank + 100)});
-                        List<byte[]> recs = new ArrayList<>();
-                        for (int i = 0; i < rank; i++) recs.add(new byte[]{(byte) i, 7, 7, 7});
-                        List<List<byte[]>> got = ch.allGatherRecords(recs, 4);
-                        ch.barrier();
-                        return java.util.Arrays.toString(all) + " " + got.stream().map(List::size).toList()
-                                + " " + (got.get(2).isEmpty() ? "" : got.get(2).get(1)[0]);
-                    }
-                }));
+        int n = 3, port = FreePorts.one();
+        List<String> results = RankThreads.run(n, 30, rank -> {
+            try (TcpSideChannel ch = TcpSideChannel.connect(rank, n, "127.0.0.1", port, Duration.ofSeconds(20), s -> {})) {
+                byte[] all = ch.allGather(new byte[]{(byte) rank, (byte) (rank + 100)});
+                List<byte[]> recs = new ArrayList<>();
+                for (int i = 0; i < rank; i++) recs.add(new byte[]{(byte) i, 7, 7, 7});
+                List<List<byte[]>> got = ch.allGatherRecords(recs, 4);
+                ch.barrier();
+                return java.util.Arrays.toString(all) + " " + got.stream().map(List::size).toList()
+                        + " " + (got.get(2).isEmpty() ? "" : got.get(2).get(1)[0]);
             }
-            for (Future<String> f : fs) assertThat(f.get(30, TimeUnit.SECONDS)).isEqualTo("[0, 100, 1, 101, 2, 102] [0, 1, 2] 1");
-        } finally {
-            pool.shutdownNow();
-        }
+        });
+        for (String r : results) assertThat(r).isEqualTo("[0, 100, 1, 101, 2, 102] [0, 1, 2] 1");
     }
 
     @Test
     @Timeout(60)
     void aPeerThatDiesMidExchangeIsPeerLostNamingIt() throws Exception {
-        int port = TcpSideChannelIT.freePort();
+        int port = FreePorts.one();
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try {
             Future<TcpSideChannel> one = pool.submit(() -> TcpSideChannel.connect(1, 2, "127.0.0.1", port, Duration.ofSeconds(20), s -> {}));
@@ -67,7 +60,7 @@ class SideChannelTest {
     @Test
     @Timeout(60)
     void aSilentPeerIsADeadlineNamingIt() throws Exception {
-        int port = TcpSideChannelIT.freePort();
+        int port = FreePorts.one();
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try {
             Future<TcpSideChannel> one = pool.submit(() -> TcpSideChannel.connect(1, 2, "127.0.0.1", port, Duration.ofMillis(3000), s -> {}));
@@ -87,7 +80,7 @@ class SideChannelTest {
     @Test
     @Timeout(60)
     void noCoordinatorIsConnectFailedNamingTheAddressAfterRetries() throws Exception {
-        int port = TcpSideChannelIT.freePort();
+        int port = FreePorts.one();
         List<String> log = new ArrayList<>();
         assertThatThrownBy(() -> TcpSideChannel.connect(2, 3, "127.0.0.1", port, Duration.ofMillis(2500), log::add))
                 .isInstanceOf(ConnectFailedException.class).hasMessageContaining("127.0.0.1:" + port).hasMessageContaining("rank 2");

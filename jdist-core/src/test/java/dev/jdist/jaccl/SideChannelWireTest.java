@@ -1,5 +1,6 @@
 package dev.jdist.jaccl;
 
+import dev.jdist.testing.FreePorts;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -31,7 +32,7 @@ class SideChannelWireTest {
     @Test
     @Timeout(60)
     void rankZeroReadsRanksInOrderAndWritesTheConcatenationToEach() throws Exception {
-        int port = TcpSideChannelIT.freePort();
+        int port = FreePorts.one();
         CompletableFuture<int[]> zero = CompletableFuture.supplyAsync(() -> {
             try (TcpSideChannel ch = TcpSideChannel.connect(0, 3, "127.0.0.1", port, Duration.ofSeconds(20), s -> {})) {
                 int[] ints = ch.allGatherInt(100);

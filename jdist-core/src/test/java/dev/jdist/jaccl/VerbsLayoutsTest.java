@@ -1,20 +1,20 @@
 package dev.jdist.jaccl;
 
+import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.io.IOException;
 import java.lang.foreign.GroupLayout;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.StructLayout;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -50,9 +50,9 @@ class VerbsLayoutsTest {
     @Test
     @Timeout(120)
     void layoutsAndConstantsMatchTheInstalledHeaders(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
-        Prerequisite.require(Files.exists(Path.of("/usr/include/infiniband/verbs.h")),
+        Requirements.require(Files.exists(Path.of("/usr/include/infiniband/verbs.h")),
                 "the rdma-core headers (/usr/include/infiniband/verbs.h) are missing; install libibverbs-dev");
-        Prerequisite.require(onPath("gcc"), "gcc is not installed; install gcc");
+        Requirements.require(Requirements.command("gcc", "gcc"));
 
         Map<String, Long> expected = javaFacts();
         StringBuilder c = new StringBuilder("""
@@ -82,19 +82,10 @@ class VerbsLayoutsTest {
         assertThat(expected).hasSizeGreaterThan(100);
     }
 
-    private static boolean onPath(String tool) {
-        for (String d : System.getenv().getOrDefault("PATH", "").split(":")) {
-            if (Files.isExecutable(Path.of(d, tool))) return true;
-        }
-        return false;
-    }
-
-    private static String run(List<String> cmd, Path dir) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
-        byte[] bytes = p.getInputStream().readAllBytes();
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("%s finished", cmd).isTrue();
-        String text = new String(bytes, StandardCharsets.UTF_8);
-        assertThat(p.exitValue()).as("%s failed:\n%s", cmd, text).isZero();
-        return text;
+    /** Runs {@code cmd} in {@code dir} (at most 60 s); its stdout and stderr, after checking it exited 0. */
+    private static String run(List<String> cmd, Path dir) {
+        CommandResult r = CommandResult.run(Duration.ofSeconds(60), dir, Map.of(), null, cmd);
+        assertThat(r.exitCode()).as("%s", r).isZero();
+        return r.stdout() + r.stderr();
     }
 }

@@ -2,6 +2,7 @@ package dev.jdist.jaccl;
 
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
+import dev.jdist.testing.FreePorts;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -42,7 +43,7 @@ class VerbsRealIT {
         String device = devs[0].getName();
         Path file = dir.resolve("devices.json");
         Files.writeString(file, "[[null,\"" + device + "\"],[\"" + device + "\",null]]");
-        int port = TcpSideChannelIT.freePort();
+        int port = FreePorts.one();
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try {
             Future<?>[] fs = new Future<?>[2];

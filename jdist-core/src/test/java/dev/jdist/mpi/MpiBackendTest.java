@@ -5,6 +5,7 @@ import dev.jdist.DType;
 import dev.jdist.Distributed;
 import dev.jdist.ReduceOp;
 
+import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -82,7 +83,7 @@ class MpiBackendTest {
 
     @Test
     void aLibraryThatIsNotMpiIsRejectedByName() {
-        var libc = MpiTestSupport.library("libc.so.6");
+        var libc = Requirements.findLibrary("libc.so.6");
         org.junit.jupiter.api.Assumptions.assumeTrue(libc.isPresent(), "no libc.so.6 on this system");
         assertThatThrownBy(() -> new MpiBackend().init(true, Map.of("MLX_MPI_LIBNAME", libc.get().toString())))
                 .isInstanceOf(ConfigException.class)
@@ -92,8 +93,9 @@ class MpiBackendTest {
 
     @Test
     void openMpiIsRecognisedWithPointerHandlesAndStrictInitWithoutALauncherSaysToUseMpirun() {
-        var lib = MpiTestSupport.library("libmpi.so.40");
-        MpiTestSupport.require(lib.isPresent(), "Open MPI (libmpi.so.40) is not installed (Debian: libopenmpi3)");
+        var lib = Requirements.findLibrary("libmpi.so.40");
+        Requirements.require(lib.isPresent(),
+                "Open MPI (libmpi.so.40) is not installed (Debian: libopenmpi3; bin/test installs it when run as root)");
         MpiLibrary l = MpiRuntime.library(Map.of("MLX_MPI_LIBNAME", lib.get().toString()));
         assertThat(l.abi).isInstanceOf(OpenMpiAbi.class);
         assertThat(l.version).contains("Open MPI");
@@ -106,8 +108,9 @@ class MpiBackendTest {
 
     @Test
     void mpichIsRecognisedWithIntegerHandles() {
-        var lib = MpiTestSupport.library("libmpich.so.12");
-        MpiTestSupport.require(lib.isPresent(), "MPICH (libmpich.so.12) is not installed (Debian: libmpich12)");
+        var lib = Requirements.findLibrary("libmpich.so.12");
+        Requirements.require(lib.isPresent(),
+                "MPICH (libmpich.so.12) is not installed (Debian: libmpich12; bin/test installs it when run as root)");
         MpiLibrary l = MpiRuntime.library(Map.of("MLX_MPI_LIBNAME", lib.get().toString()));
         assertThat(l.abi).isInstanceOf(MpichAbi.class);
         assertThat(l.version).contains("MPICH");
@@ -121,9 +124,10 @@ class MpiBackendTest {
 
     @Test
     void afterLoadingMpiANullPointerIsStillAnExceptionNotACrash() {
-        var ompi = MpiTestSupport.library("libmpi.so.40");
-        var mpich = MpiTestSupport.library("libmpich.so.12");
-        MpiTestSupport.require(ompi.isPresent() || mpich.isPresent(), "neither Open MPI nor MPICH is installed");
+        var ompi = Requirements.findLibrary("libmpi.so.40");
+        var mpich = Requirements.findLibrary("libmpich.so.12");
+        Requirements.require(ompi.isPresent() || mpich.isPresent(),
+                "neither Open MPI nor MPICH is installed (bin/test installs both when run as root)");
         ompi.ifPresent(p -> MpiRuntime.library(Map.of("MLX_MPI_LIBNAME", p.toString())));
         mpich.ifPresent(p -> MpiRuntime.library(Map.of("MLX_MPI_LIBNAME", p.toString())));
         int caught = 0;

@@ -1,5 +1,7 @@
 package dev.jdist.mpi;
 
+import dev.jdist.testing.JavaCommand;
+import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -35,20 +37,18 @@ class MpiFaultIT {
             throws Exception {
         boolean openMpi = impl.equals("openmpi");
         String launcherName = openMpi ? "mpirun.openmpi" : "mpirun.mpich";
-        var launcher = MpiTestSupport.executable(launcherName);
-        MpiTestSupport.require(launcher.isPresent(), launcherName + " is not installed (Debian: "
+        var launcher = Requirements.findExecutable(launcherName);
+        Requirements.require(launcher.isPresent(), launcherName + " is not installed (Debian: "
                 + (openMpi ? "openmpi-bin libopenmpi-dev" : "mpich libmpich-dev") + ")");
-        var lib = MpiTestSupport.library(openMpi ? "libmpi.so.40" : "libmpich.so.12");
-        MpiTestSupport.require(lib.isPresent(), "the " + impl + " library is not installed");
+        var lib = Requirements.findLibrary(openMpi ? "libmpi.so.40" : "libmpich.so.12");
+        Requirements.require(lib.isPresent(), "the " + impl + " library is not installed");
 
         List<String> cmd = new ArrayList<>();
         cmd.add(launcher.get().toString());
         if (openMpi) cmd.addAll(List.of("--allow-run-as-root", "--oversubscribe", "--mca", "btl_vader_single_copy_mechanism", "none"));
         cmd.addAll(List.of("-n", "3"));
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.addAll(List.of("--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
-                "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
-                "-cp", System.getProperty("java.class.path"), MpiStallMain.class.getName(), Integer.toString(stopped), op));
+        // jdist's flags: libmpi is bound with java.lang.foreign
+        cmd.addAll(JavaCommand.of(List.of("-Xmx128m"), MpiStallProgram.class, Integer.toString(stopped), op));
         ProcessBuilder pb = new ProcessBuilder(cmd);
         Map<String, String> env = pb.environment();
         for (String k : List.of("MPI_LIBNAME", "MLX_RANK", "MLX_HOSTFILE", "NCCL_HOST_IP", "MLX_JACCL_COORDINATOR", "JDIST_MPI_INIT")) {

@@ -1,14 +1,14 @@
 package dev.jdist.mpi;
 
+import dev.jdist.testing.ChildProcesses;
+import dev.jdist.testing.JavaCommand;
+import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
-import java.io.File;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,7 +19,7 @@ import java.util.stream.Stream;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Runs {@link MpiCheckMain} under Debian's {@code mpirun.openmpi} and {@code mpirun.mpich} with 2–4
+ * Runs {@link MpiCheckProgram} under Debian's {@code mpirun.openmpi} and {@code mpirun.mpich} with 2–4
  * ranks: every op, every dtype, split, send/recv between every pair, MPI error text, and the operations MLX
  * lacks through {@code CollectiveChecks} on the world and on a split; with library
  * discovery by launcher family, with {@code MLX_MPI_LIBNAME} set to the real file, with backend
@@ -27,7 +27,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class MpiIT {
     private static final long LIMIT_SECONDS = 420;
-    /** Not an argument of MpiCheckMain: this test keeps every CPU busy while the job runs. */
+    /** Not an argument of MpiCheckProgram: this test keeps every CPU busy while the job runs. */
     private static final String LOAD = "cpu-load";
 
     static Stream<Arguments> cases() {
@@ -51,11 +51,11 @@ class MpiIT {
         boolean openMpi = impl.equals("openmpi");
         String launcherName = openMpi ? "mpirun.openmpi" : "mpirun.mpich";
         String libName = openMpi ? "libmpi.so.40" : "libmpich.so.12";
-        var launcher = MpiTestSupport.executable(launcherName);
-        MpiTestSupport.require(launcher.isPresent(), launcherName + " is not installed (Debian: "
-                + (openMpi ? "openmpi-bin libopenmpi-dev" : "mpich libmpich-dev") + ")");
-        var lib = MpiTestSupport.library(libName);
-        MpiTestSupport.require(lib.isPresent(), libName + " is not installed");
+        var launcher = Requirements.findExecutable(launcherName);
+        Requirements.require(launcher.isPresent(), launcherName + " is not installed (Debian: "
+                + (openMpi ? "openmpi-bin libopenmpi-dev" : "mpich libmpich-dev") + "; bin/test installs it when run as root)");
+        var lib = Requirements.findLibrary(libName);
+        Requirements.require(lib.isPresent(), libName + " is not installed (bin/test installs it when run as root)");
 
         List<String> cmd = new ArrayList<>();
         cmd.add(launcher.get().toString());
@@ -63,46 +63,32 @@ class MpiIT {
             cmd.addAll(List.of("--allow-run-as-root", "--oversubscribe", "--mca", "btl_vader_single_copy_mechanism", "none"));
         }
         cmd.addAll(List.of("-n", Integer.toString(ranks)));
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.addAll(dev.jdist.BuildInfo.jvmFlags());   // native access: libmpi is bound with java.lang.foreign
-        cmd.addAll(List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
-                "-cp", System.getProperty("java.class.path"), MpiCheckMain.class.getName(), Integer.toString(ranks)));
+        // jdist's flags: libmpi is bound with java.lang.foreign
+        cmd.addAll(JavaCommand.of(List.of("-Xmx256m"), MpiCheckProgram.class, Integer.toString(ranks)));
         cmd.addAll(extra.stream().filter(a -> !a.equals(LOAD)).toList());
 
-        ProcessBuilder pb = new ProcessBuilder(cmd);
-        Map<String, String> env = pb.environment();
-        for (String k : List.of("MLX_MPI_LIBNAME", "MPI_LIBNAME", "MLX_RANK", "MLX_HOSTFILE", "NCCL_HOST_IP",
-                "MLX_JACCL_COORDINATOR", "JDIST_MPI_INIT")) {
-            env.remove(k);
-        }
-        if (libraryBy.equals("MLX_MPI_LIBNAME")) env.put("MLX_MPI_LIBNAME", lib.get().toString());
-        Path logDir = Path.of("target", "mpi-it");
-        Files.createDirectories(logDir);
-        Path log = logDir.resolve(impl + "-" + ranks + "-" + String.join("-", extra) + ".log");
-        pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
-
+        Map<String, String> env = libraryBy.equals("MLX_MPI_LIBNAME")
+                ? Map.of("MLX_MPI_LIBNAME", lib.get().toString()) : Map.of();
         List<Process> load = extra.contains(LOAD) ? startCpuLoad() : List.of();
-        boolean done;
-        Process p = pb.start();
-        try {
-            done = p.waitFor(LIMIT_SECONDS, TimeUnit.SECONDS);
-            if (!done) {
-                p.descendants().forEach(ProcessHandle::destroyForcibly);
-                p.destroyForcibly();
-                p.waitFor(10, TimeUnit.SECONDS);
+        try (ChildProcesses job = new ChildProcesses()) {
+            job.start(Path.of("target", "mpi-it"), impl + "-" + ranks + "-" + String.join("-", extra), cmd, env);
+            int exit;
+            try {
+                exit = job.await(0, LIMIT_SECONDS);
+            } finally {
+                for (Process l : load) l.destroyForcibly();
+                for (Process l : load) l.waitFor(10, TimeUnit.SECONDS);
             }
-        } finally {
-            for (Process l : load) l.destroyForcibly();
-            for (Process l : load) l.waitFor(10, TimeUnit.SECONDS);
+            String out = job.output(0);
+            String shown = out.length() > 6000 ? out.substring(out.length() - 6000) : out;
+            assertThat(exit).as("%s did not finish within %d s:\n%s", String.join(" ", cmd), LIMIT_SECONDS, shown)
+                    .isNotEqualTo(-1);
+            assertThat(exit).as("exit status of %s:\n%s", String.join(" ", cmd), shown).isZero();
+            for (int r = 0; r < ranks; r++) {
+                assertThat(out).as("rank %d reported success", r).contains("MPI-CHECK OK rank " + r + " of " + ranks);
+            }
+            assertThat(out).contains(openMpi ? "Open MPI" : "MPICH");
         }
-        String out = Files.readString(log, StandardCharsets.UTF_8);
-        String shown = out.length() > 6000 ? out.substring(out.length() - 6000) : out;
-        assertThat(done).as("%s did not finish within %d s:\n%s", String.join(" ", cmd), LIMIT_SECONDS, shown).isTrue();
-        assertThat(p.exitValue()).as("exit status of %s:\n%s", String.join(" ", cmd), shown).isZero();
-        for (int r = 0; r < ranks; r++) {
-            assertThat(out).as("rank %d reported success", r).contains("MPI-CHECK OK rank " + r + " of " + ranks);
-        }
-        assertThat(out).contains(openMpi ? "Open MPI" : "MPICH");
     }
 
     /** One busy process per CPU, each ended by {@code timeout} after the test's limit at the latest. */

@@ -3,6 +3,8 @@ package dev.jdist.nccl;
 import dev.jdist.ConfigException;
 import dev.jdist.ConnectFailedException;
 import dev.jdist.DeadlineExceededException;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.RankThreads;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -15,8 +17,6 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
-import static dev.jdist.nccl.NcclTestSupport.freePort;
-import static dev.jdist.nccl.NcclTestSupport.onRanks;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -36,10 +36,10 @@ class NcclBootstrapTest {
 
     @Test
     void rankZeroServesTheSameIdToEveryOtherRank() throws Exception {
-        int port = freePort();
+        int port = FreePorts.one();
         int n = 5;
         byte[] expected = id(42);
-        List<byte[]> got = onRanks(n, r -> NcclBootstrap.exchange(cfg("127.0.0.1", port, r, n, 10_000), () -> {
+        List<byte[]> got = RankThreads.run(n, 60, r -> NcclBootstrap.exchange(cfg("127.0.0.1", port, r, n, 10_000), () -> {
             assertThat(r).as("only rank 0 asks for the id").isZero();
             return expected.clone();
         }));
@@ -48,7 +48,7 @@ class NcclBootstrapTest {
 
     @Test
     void theWireCarriesExactlyTheIdAndRankZeroNeedsNoGreeting() throws Exception {
-        int port = freePort();
+        int port = FreePorts.one();
         byte[] expected = id(7);
         CompletableFuture<Void> server = CompletableFuture.runAsync(
                 () -> NcclBootstrap.serve(cfg("127.0.0.1", port, 0, 2, 10_000), expected));
@@ -68,7 +68,7 @@ class NcclBootstrapTest {
 
     @Test
     void aRankStartedBeforeRankZeroRetriesUntilItListens() throws Exception {
-        int port = freePort();
+        int port = FreePorts.one();
         byte[] expected = id(3);
         long start = System.nanoTime();
         CompletableFuture<byte[]> early = CompletableFuture.supplyAsync(
@@ -82,7 +82,7 @@ class NcclBootstrapTest {
 
     @Test
     void aRankThatFindsNobodyGivesUpAfterTheTimeoutNamingRankTimeoutRetriesAndReason() throws Exception {
-        int port = freePort();
+        int port = FreePorts.one();
         assertThatThrownBy(() -> NcclBootstrap.exchange(cfg("127.0.0.1", port, 2, 3, 1200), () -> null))
                 .isInstanceOf(ConnectFailedException.class)
                 .hasMessageContaining("rank 2").hasMessageContaining("127.0.0.1:" + port)
@@ -92,14 +92,14 @@ class NcclBootstrapTest {
 
     @Test
     void aZeroTimeoutTriesOnce() throws Exception {
-        int port = freePort();
+        int port = FreePorts.one();
         assertThatThrownBy(() -> NcclBootstrap.fetch(cfg("127.0.0.1", port, 1, 2, 0)))
                 .isInstanceOf(ConnectFailedException.class).hasMessageContaining("after 0 retries");
     }
 
     @Test
     void rankZeroBindsNcclHostIpNotTheWildcard() throws Exception {
-        int port = freePort();
+        int port = FreePorts.one();
         byte[] expected = id(9);
         CompletableFuture<Void> server = CompletableFuture.runAsync(
                 () -> NcclBootstrap.serve(cfg("127.0.0.1", port, 0, 2, 10_000), expected));
@@ -114,7 +114,7 @@ class NcclBootstrapTest {
 
     @Test
     void rankZeroGivesUpWhenRanksDoNotComeWithinTheTimeout() throws Exception {
-        int port = freePort();
+        int port = FreePorts.one();
         CompletableFuture<byte[]> one = CompletableFuture.supplyAsync(
                 () -> NcclBootstrap.fetch(cfg("127.0.0.1", port, 1, 3, 10_000)));
         assertThatThrownBy(() -> NcclBootstrap.serve(cfg("127.0.0.1", port, 0, 3, 1500), id(1)))

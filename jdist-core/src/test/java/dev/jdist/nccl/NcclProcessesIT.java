@@ -1,22 +1,22 @@
 package dev.jdist.nccl;
 
+import dev.jdist.testing.ChildProcesses;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.JavaCommand;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HexFormat;
-import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 
-import static dev.jdist.nccl.NcclTestSupport.freePort;
 import static dev.jdist.nccl.NcclTestSupport.rankEnv;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -30,68 +30,59 @@ class NcclProcessesIT {
 
     record Result(int exit, String out) {}
 
-    static Process start(String mainClass, Map<String, String> env, String... args) throws IOException {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.addAll(dev.jdist.BuildInfo.jvmFlags());   // native access: NCCL and CUDA are bound with java.lang.foreign
-        cmd.add("-cp");
-        cmd.add(Path.of("target/classes").toAbsolutePath() + java.io.File.pathSeparator
-                + Path.of("target/test-classes").toAbsolutePath());
-        cmd.add(mainClass);
-        cmd.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-        for (String k : List.of("NCCL_HOST_IP", "NCCL_PORT", "MLX_RANK", "MLX_WORLD_SIZE", "MLX_NCCL_TIMEOUT",
-                "JDIST_NCCL_LIBRARY", "JDIST_CUDART_LIBRARY", "JDIST_STUB_NCCL_FAIL", "JDIST_STUB_CUDA_FAIL",
-                "JDIST_STUB_NCCL_WORLD_DIR", "JDIST_STUB_NCCL_HANG", "JDIST_STUB_NCCL_ASYNC_ERROR", "JDIST_TIMEOUT")) {
-            pb.environment().remove(k);
-        }
-        pb.environment().putAll(env);
-        return pb.start();
+    @TempDir
+    Path dir;
+
+    private final ChildProcesses procs = new ChildProcesses();
+
+    @AfterEach
+    void endEveryProcess() {
+        procs.close();
     }
 
-    static Result finish(Process p) throws Exception {
-        byte[] out = p.getInputStream().readAllBytes();   // the process closes it when it exits
-        if (!p.waitFor(60, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError("process " + p.pid() + " did not exit");
-        }
-        return new Result(p.exitValue(), new String(out, StandardCharsets.UTF_8));
+    /** Starts {@code program} in a child JVM with {@code env}; returns its index in {@link #procs}. */
+    private int start(Class<?> program, Map<String, String> env, String... args) throws IOException {
+        procs.start(dir, program.getSimpleName(), JavaCommand.of(program, args), env);
+        return procs.size() - 1;
+    }
+
+    /** The exit status and output of process i, which must end within 60 s. */
+    private Result finish(int i) throws InterruptedException {
+        int exit = procs.await(i, 60);
+        if (exit == -1) throw new AssertionError("process " + procs.process(i).pid() + " did not exit:\n" + procs.output(i));
+        return new Result(exit, procs.output(i));
     }
 
     @Test
     void fourProcessesAgreeOnTheIdEvenWhenRanksStartBeforeRankZero() throws Exception {
         int n = 4;
-        int port = freePort();
+        int port = FreePorts.one();
         long seed = 1234;
-        List<Process> procs = new ArrayList<>(java.util.Collections.nCopies(n, (Process) null));
-        try {
-            for (int r : new int[] {3, 2}) {
-                procs.set(r, start(BootstrapRankMain.class.getName(), rankEnv(r, n, port, 30_000, Map.of()), "" + seed));
-            }
-            Thread.sleep(2000);                                  // ranks 2 and 3 are retrying by now
-            for (int r : new int[] {0, 1}) {
-                procs.set(r, start(BootstrapRankMain.class.getName(), rankEnv(r, n, port, 30_000, Map.of()), "" + seed));
-            }
-            byte[] expected = new byte[128];
-            new Random(seed).nextBytes(expected);
-            String hex = HexFormat.of().formatHex(expected);
-            for (int r = 0; r < n; r++) {
-                Result res = finish(procs.get(r));
-                assertThat(res.exit()).as("rank %d: %s", r, res.out()).isZero();
-                String[] line = res.out().strip().split(" ");
-                assertThat(line[0]).isEqualTo("ID");
-                assertThat(line[1]).as("rank %d's id", r).isEqualTo(hex);
-                if (r >= 2) assertThat(Long.parseLong(line[2])).as("rank %d waited for rank 0", r).isGreaterThan(1000);
-            }
-        } finally {
-            for (Process p : procs) if (p != null) p.destroyForcibly();
+        int[] index = new int[n];
+        for (int r : new int[] {3, 2}) {
+            index[r] = start(BootstrapRankProgram.class, rankEnv(r, n, port, 30_000, Map.of()), "" + seed);
+        }
+        Thread.sleep(2000);                                  // ranks 2 and 3 are retrying by now
+        for (int r : new int[] {0, 1}) {
+            index[r] = start(BootstrapRankProgram.class, rankEnv(r, n, port, 30_000, Map.of()), "" + seed);
+        }
+        byte[] expected = new byte[128];
+        new Random(seed).nextBytes(expected);
+        String hex = HexFormat.of().formatHex(expected);
+        for (int r = 0; r < n; r++) {
+            Result res = finish(index[r]);
+            assertThat(res.exit()).as("rank %d: %s", r, res.out()).isZero();
+            String[] line = res.out().strip().split(" ");
+            assertThat(line[0]).isEqualTo("ID");
+            assertThat(line[1]).as("rank %d's id", r).isEqualTo(hex);
+            if (r >= 2) assertThat(Long.parseLong(line[2])).as("rank %d waited for rank 0", r).isGreaterThan(1000);
         }
     }
 
     @Test
     void aLoneRankTimesOutWithAnExceptionNamingRankTimeoutRetriesAndReason() throws Exception {
-        int port = freePort();
-        Result res = finish(start(BootstrapRankMain.class.getName(), rankEnv(1, 2, port, 1500, Map.of()), "1"));
+        int port = FreePorts.one();
+        Result res = finish(start(BootstrapRankProgram.class, rankEnv(1, 2, port, 1500, Map.of()), "1"));
         assertThat(res.exit()).as(res.out()).isEqualTo(3);
         assertThat(res.out()).contains("ERROR ConnectFailedException").contains("rank 1")
                 .contains("MLX_NCCL_TIMEOUT=1500").contains("retries").contains("refused");
@@ -100,7 +91,7 @@ class NcclProcessesIT {
     @Test
     void aRankConfiguredOnlyByItsEnvironmentFindsTheStubLibrariesAndRunsEveryOpOnDeviceMemory() throws Exception {
         NcclStubLibraries stubs = NcclStubLibraries.get();
-        Result res = finish(start(NcclRankMain.class.getName(), rankEnv(0, 1, freePort(), 5000, stubs.env())));
+        Result res = finish(start(NcclRankProgram.class, rankEnv(0, 1, FreePorts.one(), 5000, stubs.env())));
         assertThat(res.exit()).as(res.out()).isZero();
         assertThat(res.out()).contains("AVAILABLE true -").contains("OK group rank=0 size=1 device=0")
                 .contains("OK all_sum [1.0, 2.0, 3.0, 4.0]").contains("OK all_gather [1.0, 2.0, 3.0, 4.0]")
@@ -110,7 +101,7 @@ class NcclProcessesIT {
     @Test
     void theGpuCheckProgramPassesAgainstTheStubLibraries() throws Exception {
         NcclStubLibraries stubs = NcclStubLibraries.get();
-        Result res = finish(start(NcclCheck.class.getName(), stubs.env()));
+        Result res = finish(start(NcclCheck.class, stubs.env()));
         assertThat(res.exit()).as(res.out()).isZero();
         assertThat(res.out()).contains("ok   device all_sum     bfloat16").contains("ok   staged host ops    uint64")
                 .contains("ok   unsupported dtype complex64 rejected").contains("nccl: ALL CHECKS PASSED")
@@ -119,7 +110,7 @@ class NcclProcessesIT {
 
     @Test
     void theGpuCheckProgramSaysWhyWhenTheLibrariesAreMissing() throws Exception {
-        Result res = finish(start(NcclCheck.class.getName(), Map.of("JDIST_CUDART_LIBRARY", "/nonexistent/libcudart.so.12")));
+        Result res = finish(start(NcclCheck.class, Map.of("JDIST_CUDART_LIBRARY", "/nonexistent/libcudart.so.12")));
         assertThat(res.exit()).as(res.out()).isEqualTo(2);
         assertThat(res.out()).contains("nccl: UNAVAILABLE").contains("/nonexistent/libcudart.so.12");
     }
@@ -129,7 +120,7 @@ class NcclProcessesIT {
         NcclStubLibraries stubs = NcclStubLibraries.get();
         Map<String, String> env = new java.util.HashMap<>(stubs.env());
         env.put("JDIST_STUB_NCCL_FAIL", "ncclCommInitRankConfig");
-        Result res = finish(start(NcclRankMain.class.getName(), rankEnv(0, 1, freePort(), 5000, env)));
+        Result res = finish(start(NcclRankProgram.class, rankEnv(0, 1, FreePorts.one(), 5000, env)));
         assertThat(res.exit()).as(res.out()).isEqualTo(3);
         assertThat(res.out()).contains("ERROR DistributedException").contains("ncclCommInitRankConfig")
                 .contains("invalid usage").contains("injected failure");
@@ -147,40 +138,37 @@ class NcclProcessesIT {
                                                                                 String error) throws Exception {
         NcclStubLibraries stubs = NcclStubLibraries.get();
         Path world = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "nccl-world-");
-        int port = freePort();
-        List<Process> procs = new ArrayList<>();
-        try {
-            for (int r = 0; r < 2; r++) {
-                Map<String, String> env = new java.util.HashMap<>(stubs.env());
-                env.put("JDIST_STUB_NCCL_WORLD_DIR", world.toString());
-                env.put("JDIST_TIMEOUT", timeout);
-                procs.add(start(NcclFaultMain.class.getName(), rankEnv(r, 2, port, 30_000, env), scenario));
-            }
-            Result rank0 = finish(procs.get(0));
-            assertThat(rank0.exit()).as(rank0.out()).isEqualTo(3);
-            assertThat(rank0.out()).contains("FIRST OK 0").doesNotContain("RETURNED")
-                    .contains("ERROR " + error + " rank=0 op=all_sum float32[4] ");
-            long after = Long.parseLong(rank0.out().replaceAll("(?s).*after=(\\d+).*", "$1"));
-            long closed = Long.parseLong(rank0.out().replaceAll("(?s).*CLOSED (\\d+).*", "$1"));
-            System.out.printf("[NcclProcessesIT] %s: rank 0 failed after %d ms with %s; close took %d ms%n",
-                    scenario, after, error, closed);
-            if (scenario.equals("stop")) {
-                assertThat(rank0.out()).contains("deadline=PT3S").contains("did not complete within 3 s (JDIST_TIMEOUT)");
-                assertThat(after).isBetween(3000L, 15_000L);
-            } else {
-                assertThat(rank0.out()).contains("rank 1 (pid").contains("has exited");
-                assertThat(after).as("a dead peer is found long before the 60 s deadline").isLessThan(15_000L);
-            }
-            assertThat(closed).as("close() after a failure returns within seconds").isLessThan(5_000L);
-            try (var files = Files.walk(world)) {            // the stub keeps each job in a subdirectory
-                assertThat(files.anyMatch(f -> f.getFileName().toString().equals("abort.0"))).as("rank 0 called ncclCommAbort")
-                        .isTrue();
-            }
-        } finally {
-            for (Process p : procs) p.destroyForcibly();             // SIGKILL ends a stopped process too
-            for (Process p : procs) {
-                assertThat(p.waitFor(30, TimeUnit.SECONDS)).as("process %d is gone", p.pid()).isTrue();
-            }
+        int port = FreePorts.one();
+        int[] index = new int[2];
+        for (int r = 0; r < 2; r++) {
+            Map<String, String> env = new java.util.HashMap<>(stubs.env());
+            env.put("JDIST_STUB_NCCL_WORLD_DIR", world.toString());
+            env.put("JDIST_TIMEOUT", timeout);
+            index[r] = start(NcclFaultProgram.class, rankEnv(r, 2, port, 30_000, env), scenario);
+        }
+        Result rank0 = finish(index[0]);
+        assertThat(rank0.exit()).as(rank0.out()).isEqualTo(3);
+        assertThat(rank0.out()).contains("FIRST OK 0").doesNotContain("RETURNED")
+                .contains("ERROR " + error + " rank=0 op=all_sum float32[4] ");
+        long after = Long.parseLong(rank0.out().replaceAll("(?s).*after=(\\d+).*", "$1"));
+        long closed = Long.parseLong(rank0.out().replaceAll("(?s).*CLOSED (\\d+).*", "$1"));
+        System.out.printf("[NcclProcessesIT] %s: rank 0 failed after %d ms with %s; close took %d ms%n",
+                scenario, after, error, closed);
+        if (scenario.equals("stop")) {
+            assertThat(rank0.out()).contains("deadline=PT3S").contains("did not complete within 3 s (JDIST_TIMEOUT)");
+            assertThat(after).isBetween(3000L, 15_000L);
+        } else {
+            assertThat(rank0.out()).contains("rank 1 (pid").contains("has exited");
+            assertThat(after).as("a dead peer is found long before the 60 s deadline").isLessThan(15_000L);
+        }
+        assertThat(closed).as("close() after a failure returns within seconds").isLessThan(5_000L);
+        try (var files = Files.walk(world)) {            // the stub keeps each job in a subdirectory
+            assertThat(files.anyMatch(f -> f.getFileName().toString().equals("abort.0"))).as("rank 0 called ncclCommAbort")
+                    .isTrue();
+        }
+        procs.close();                                   // SIGKILL ends a stopped process too
+        for (int r = 0; r < 2; r++) {
+            assertThat(procs.process(index[r]).isAlive()).as("rank %d's process is gone", r).isFalse();
         }
     }
 
@@ -188,7 +176,7 @@ class NcclProcessesIT {
     void withoutLibrariesTheRankReportsWhyAndStrictInitIsAConfigError() throws Exception {
         Map<String, String> env = Map.of("JDIST_NCCL_LIBRARY", "/nonexistent/libnccl.so.2",
                 "JDIST_CUDART_LIBRARY", "/nonexistent/libcudart.so.12");
-        Result res = finish(start(NcclRankMain.class.getName(), rankEnv(0, 1, freePort(), 5000, env)));
+        Result res = finish(start(NcclRankProgram.class, rankEnv(0, 1, FreePorts.one(), 5000, env)));
         assertThat(res.exit()).as(res.out()).isEqualTo(3);
         assertThat(res.out()).contains("AVAILABLE false").contains("/nonexistent/libcudart.so.12")
                 .contains("ERROR ConfigException");

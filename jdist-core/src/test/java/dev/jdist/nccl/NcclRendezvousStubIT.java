@@ -9,6 +9,8 @@ import dev.jdist.cluster.JobDiscovery;
 import dev.jdist.rendezvous.Rendezvous;
 import dev.jdist.rendezvous.StoreRendezvous;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.RankThreads;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -18,8 +20,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-import static dev.jdist.nccl.NcclTestSupport.freePort;
-import static dev.jdist.nccl.NcclTestSupport.onRanks;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -45,8 +45,8 @@ class NcclRendezvousStubIT {
     @Test
     void threeRanksMeetThroughTheStoreAndShareRankZerosUniqueId() throws Exception {
         int n = 3;
-        int port = freePort();
-        List<String> results = onRanks(n, r -> {
+        int port = FreePorts.one();
+        List<String> results = RankThreads.run(n, 60, r -> {
             Map<String, String> env = new HashMap<>(stubs.env());
             env.putAll(Map.of("RANK", "" + r, "WORLD_SIZE", "" + n, "LOCAL_RANK", "" + r, "MASTER_ADDR", "127.0.0.1",
                     "MASTER_PORT", "" + port, "JDIST_TIMEOUT", "30"));

@@ -12,6 +12,8 @@ import dev.jdist.NcclTestGroups;
 import dev.jdist.ReduceOp;
 import dev.jdist.UnsupportedCollectiveException;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.RankThreads;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -23,8 +25,6 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.util.List;
 import java.util.Map;
 
-import static dev.jdist.nccl.NcclTestSupport.freePort;
-import static dev.jdist.nccl.NcclTestSupport.onRanks;
 import static dev.jdist.nccl.NcclTestSupport.rankEnv;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -63,8 +63,8 @@ class NcclStubIT {
 
     /** Forms an {@code n}-rank nccl world (one thread per rank) and wraps each rank's group. */
     List<Group> world(int n) throws Exception {
-        int port = freePort();
-        return onRanks(n, r -> {
+        int port = FreePorts.one();
+        return RankThreads.run(n, 60, r -> {
             GroupImpl impl = new NcclBackend(Map.of()).init(true, rankEnv(r, n, port, 20_000, stubs.env())).orElseThrow();
             return NcclTestGroups.wrap(impl);
         });
@@ -93,7 +93,7 @@ class NcclStubIT {
         int n = 3;
         List<Group> groups = world(n);
         try {
-            onRanks(n, r -> {
+            RankThreads.run(n, 60, r -> {
                 Group g = groups.get(r);
                 assertThat(g.rank()).isEqualTo(r);
                 assertThat(g.size()).isEqualTo(n);
@@ -136,7 +136,7 @@ class NcclStubIT {
         int n = 2;
         List<Group> groups = world(n);
         try {
-            onRanks(n, r -> {
+            RankThreads.run(n, 60, r -> {
                 Group g = groups.get(r);
                 for (int e : new int[] {1, 10, 5000, 70_000, 3}) {
                     Array s = g.allSum(Array.full(DType.FLOAT32, r + 1, e));
@@ -161,7 +161,7 @@ class NcclStubIT {
         int n = 2;
         List<Group> groups = world(n);
         try {
-            onRanks(n, r -> {
+            RankThreads.run(n, 60, r -> {
                 Group g = groups.get(r);
                 Array x = Array.zeros(dt, 4);
                 for (Runnable op : List.<Runnable>of(() -> g.allSum(x), () -> g.allMax(x), () -> g.allMin(x),
@@ -204,7 +204,7 @@ class NcclStubIT {
         int n = 4;
         List<Group> groups = world(n);
         try {
-            List<long[]> gathered = onRanks(n, r -> {
+            List<long[]> gathered = RankThreads.run(n, 60, r -> {
                 Group g = groups.get(r);
                 try (Group child = g.split(r % 2, 10 - r)) {     // higher parent rank, smaller key: order reversed
                     assertThat(child.size()).isEqualTo(2);
@@ -235,7 +235,7 @@ class NcclStubIT {
         int n = 2;
         List<Group> groups = world(n);
         try {
-            onRanks(n, r -> {
+            RankThreads.run(n, 60, r -> {
                 NcclGroup ng = NcclGroup.of(groups.get(r));
                 Array host = input(DType.FLOAT32, r, 4);
                 try (DeviceArray d = ng.toDevice(host);
@@ -286,7 +286,7 @@ class NcclStubIT {
         int n = 2;
         List<Group> groups = world(n);
         try {
-            onRanks(n, r -> {
+            RankThreads.run(n, 60, r -> {
                 float[] values = {r + 1f, 10f * (r + 1)};
                 Array heap = Array.wrap(java.lang.foreign.MemorySegment.ofArray(values), DType.FLOAT32, 2);
                 float[] outValues = new float[2];
@@ -312,7 +312,7 @@ class NcclStubIT {
         List<Group> groups = world(3);
         try {
             for (int r = 0; r < 3; r++) assertThat(NcclGroup.of(groups.get(r)).device()).isEqualTo(r % 2);
-            onRanks(3, r -> groups.get(r).allSum(Array.of(1f)));
+            RankThreads.run(3, 60, r -> groups.get(r).allSum(Array.of(1f)));
         } finally {
             closeAll(groups);
         }
@@ -320,7 +320,7 @@ class NcclStubIT {
 
     @Test
     void distributedInitFindsTheBackendThroughServiceLoaderAndAOneRankGroupStillCallsNcclOnDeviceArrays() throws Exception {
-        Map<String, String> env = rankEnv(0, 1, freePort(), 5_000, stubs.env());
+        Map<String, String> env = rankEnv(0, 1, FreePorts.one(), 5_000, stubs.env());
         Group g = Distributed.init(true, "nccl", env);
         assertThat(g.backend()).isEqualTo("nccl");
         assertThat(g.size()).isEqualTo(1);
@@ -393,7 +393,7 @@ class NcclStubIT {
         List<Group> groups = world(2);
         assertThat(stubs.lastInitBlocking()).as("ncclCommInitRankConfig with config.blocking").isZero();
         try {
-            onRanks(2, r -> {
+            RankThreads.run(2, 60, r -> {
                 try (Group child = groups.get(r).split(0)) {        // a non-blocking parent's split: ready when polled
                     assertThat(child.allSum(Array.of(1f + r)).toFloatArray()).containsExactly(3f);
                 }
@@ -411,7 +411,7 @@ class NcclStubIT {
             throws Exception {
         Map<String, String> env = new java.util.HashMap<>(stubs.env());
         env.put("JDIST_TIMEOUT", "700ms");
-        Group g = Distributed.init(true, "nccl", rankEnv(0, 1, freePort(), 5_000, env));
+        Group g = Distributed.init(true, "nccl", rankEnv(0, 1, FreePorts.one(), 5_000, env));
         NcclGroup ng = NcclGroup.of(g);
         int abortsBefore = stubs.aborts();
         try (DeviceArray d = ng.toDevice(Array.of(1f, 2f))) {
@@ -471,7 +471,7 @@ class NcclStubIT {
 
     @Test
     void aRankThatFetchesTheIdButNeverJoinsEndsCreationInAbortWithinTheDeadline() throws Exception {
-        int port = freePort();
+        int port = FreePorts.one();
         Map<String, String> env = new java.util.HashMap<>(stubs.env());
         env.put("JDIST_TIMEOUT", "1s");
         int abortsBefore = stubs.aborts();
@@ -524,13 +524,13 @@ class NcclStubIT {
     @Test
     void initFailuresAreExceptionsNamingTheRankNeverAnExit() throws Exception {
         stubs.failNccl("ncclCommInitRankConfig");
-        Map<String, String> env = rankEnv(0, 1, freePort(), 5_000, stubs.env());
+        Map<String, String> env = rankEnv(0, 1, FreePorts.one(), 5_000, stubs.env());
         assertThatThrownBy(() -> new NcclBackend(Map.of()).init(false, env))
                 .isInstanceOf(DistributedException.class)
                 .hasMessageContaining("nccl rank 0 of 1").hasMessageContaining("ncclCommInitRankConfig")
                 .hasMessageContaining("invalid usage");
         stubs.failNccl("ncclGetUniqueId");
-        Map<String, String> env2 = rankEnv(0, 1, freePort(), 5_000, stubs.env());
+        Map<String, String> env2 = rankEnv(0, 1, FreePorts.one(), 5_000, stubs.env());
         assertThatThrownBy(() -> new NcclBackend(Map.of()).init(true, env2))
                 .isInstanceOf(DistributedException.class).hasMessageContaining("ncclGetUniqueId");
         stubs.failNccl("ncclCommSplit");
@@ -565,7 +565,7 @@ class NcclStubIT {
         NcclBackend b = new NcclBackend(stubs.env());
         assertThat(b.isAvailable()).isFalse();
         assertThat(b.unavailableReason()).get().asString().contains("no CUDA-capable device");
-        Map<String, String> env = rankEnv(0, 1, freePort(), 5_000, stubs.env());
+        Map<String, String> env = rankEnv(0, 1, FreePorts.one(), 5_000, stubs.env());
         assertThat(new NcclBackend(Map.of()).init(false, env)).isEmpty();
         assertThatThrownBy(() -> new NcclBackend(Map.of()).init(true, env)).isInstanceOf(ConfigException.class)
                 .hasMessageContaining("no CUDA-capable device").hasMessageContaining("MLX_RANK=0");

@@ -1,19 +1,20 @@
 package dev.jdist.nccl;
 
+import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.Requirements;
+
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -67,7 +68,7 @@ final class NcclStubLibraries {
     /** The stubs, built on first use; skips (or fails under CI=true) when gcc is missing. */
     static synchronized NcclStubLibraries get() throws IOException, InterruptedException {
         if (instance != null) return instance;
-        RequiredTool.require(gccWorks(), "gcc (with libc6-dev)");
+        Requirements.require(gccWorks(), "gcc (with libc6-dev) is missing; install it (bin/test installs gcc and libc6-dev)");
         Path src = Path.of("src/test/c").toAbsolutePath();
         Path target = Path.of("target").toAbsolutePath();
         Files.createDirectories(target);
@@ -84,23 +85,12 @@ final class NcclStubLibraries {
     }
 
     private static boolean gccWorks() {
-        try {
-            Process p = new ProcessBuilder("gcc", "--version").redirectErrorStream(true).start();
-            p.getInputStream().readAllBytes();
-            return p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0;
-        } catch (IOException | InterruptedException e) {
-            return false;
-        }
+        return CommandResult.run(Duration.ofSeconds(30), "gcc", "--version").ok();
     }
 
-    private static void gcc(List<String> cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(120, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new IOException("gcc timed out: " + cmd);
-        }
-        if (p.exitValue() != 0) throw new IOException("gcc failed (" + p.exitValue() + "): " + cmd + "\n" + out);
+    private static void gcc(List<String> cmd) throws IOException {
+        CommandResult r = CommandResult.run(Duration.ofSeconds(120), null, Map.of(), null, cmd);
+        if (!r.ok()) throw new IOException("gcc failed: " + r);
     }
 
     /** The library-path variables that point the backend at the stubs. */

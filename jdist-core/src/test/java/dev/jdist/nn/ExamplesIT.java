@@ -1,6 +1,9 @@
 package dev.jdist.nn;
 
 import dev.jdist.spi.Backend;
+import dev.jdist.testing.ChildProcesses;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.JavaCommand;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -8,13 +11,12 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.util.stream.IntStream;
 import javax.tools.ToolProvider;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -62,7 +64,7 @@ class ExamplesIT {
         while (dir != null && !Files.exists(dir.resolve("examples/AllSum.java"))) dir = dir.getParent();
         assertThat(dir).as("the repository root (holding examples/AllSum.java) above " + System.getProperty("user.dir")).isNotNull();
         examples = dir.resolve("examples");
-        classpath = System.getProperty("java.class.path");
+        classpath = JavaCommand.classPath();
         classes = Files.createDirectories(tmp.resolve("classes"));
         ByteArrayOutputStream diagnostics = new ByteArrayOutputStream();
         int rc = ToolProvider.getSystemJavaCompiler().run(null, diagnostics, diagnostics,
@@ -153,7 +155,7 @@ class ExamplesIT {
                 envs.put(0, Map.of());
             } else {
                 Path hostfile = tmp.resolve("hosts-" + mainClass + "-" + n + "-" + System.nanoTime() + ".json");
-                Files.writeString(hostfile, freePorts(n).stream().map(p -> "[\"127.0.0.1:" + p + "\"]")
+                Files.writeString(hostfile, IntStream.of(FreePorts.distinct(n)).mapToObj(p -> "[\"127.0.0.1:" + p + "\"]")
                         .collect(Collectors.joining(", ", "[", "]")));
                 for (int r = 0; r < n; r++) envs.put(r, Map.of("MLX_RANK", String.valueOf(r), "MLX_HOSTFILE", hostfile.toString()));
             }
@@ -199,7 +201,7 @@ class ExamplesIT {
 
     static Started start(List<String> args, Map<String, String> env, int rank) throws IOException {
         List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add(JavaCommand.java());
         // No jdist flags: the examples run as any plain `java -cp` program does (portable kernels, no native access).
         cmd.add("-XX:+UseSerialGC");
         if (args.getFirst().equals("java")) {
@@ -210,8 +212,7 @@ class ExamplesIT {
             cmd.addAll(args);
         }
         ProcessBuilder pb = new ProcessBuilder(cmd);
-        pb.environment().keySet().removeIf(k -> k.startsWith("MLX_") || k.startsWith("JDIST_") || k.startsWith("NCCL_")
-                || k.startsWith("OMPI_") || k.startsWith("PMI"));
+        pb.environment().keySet().removeIf(ChildProcesses::isJobVariable);
         pb.environment().putAll(env);
         Process p = pb.start();
         p.getOutputStream().close();
@@ -229,16 +230,6 @@ class ExamplesIT {
                 // the process ended
             }
         });
-    }
-
-    static List<Integer> freePorts(int n) throws IOException {
-        List<ServerSocket> sockets = new ArrayList<>();
-        try {
-            for (int i = 0; i < n; i++) sockets.add(new ServerSocket(0, 1, InetAddress.getLoopbackAddress()));
-            return sockets.stream().map(ServerSocket::getLocalPort).toList();
-        } finally {
-            for (ServerSocket s : sockets) s.close();
-        }
     }
 
     static Matcher find(RankRun r, String regex) {

@@ -1,5 +1,8 @@
 package dev.jdist.rendezvous;
 
+import dev.jdist.testing.ChildProcesses;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.JavaCommand;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -36,9 +39,9 @@ class ClusterAgreementIT {
 
     /** Starts one process per entry of {@code envs}; all must exit with 3 within the limit; returns their outputs. */
     private List<String> allFail(List<Map<String, String>> envs) throws Exception {
-        try (JobProcesses job = new JobProcesses()) {
+        try (ChildProcesses job = new ChildProcesses()) {
             for (int i = 0; i < envs.size(); i++) {
-                job.start(dir, "p" + i, JobProcesses.javaCommand(ClusterCheckProgram.class), envs.get(i));
+                job.start(dir, "p" + i, JavaCommand.of(ClusterCheckProgram.class), envs.get(i));
             }
             List<String> outs = new ArrayList<>();
             for (int i = 0; i < envs.size(); i++) {
@@ -59,7 +62,7 @@ class ClusterAgreementIT {
     @Test
     @Timeout(LIMIT_SECONDS + 60)
     void aRankStartedWithAnotherWorldSize() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         // rank 3 believes the job has 2 processes: it cannot be rank 3 of 2, and it tells the others so
         List<String> outs = allFail(ranks(N, r -> torchrun(r, r == 3 ? 2 : N, port)));
         for (String out : outs) {
@@ -71,7 +74,7 @@ class ClusterAgreementIT {
     @Test
     @Timeout(LIMIT_SECONDS + 60)
     void twoProcessesClaimingOneRank() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         List<String> outs = allFail(ranks(N, r -> torchrun(r == 3 ? 2 : r, N, port, "JDIST_RENDEZVOUS_TIMEOUT", "8")));
         for (String out : outs) {
             assertThat(out).contains("FAILED: DeadlineExceededException: two processes claim rank 2: ")
@@ -84,7 +87,7 @@ class ClusterAgreementIT {
     @Test
     @Timeout(LIMIT_SECONDS + 60)
     void aRankWithAnotherJobToken() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         List<String> outs = allFail(ranks(N, r -> torchrun(r, N, port, "JDIST_JOB_TOKEN", r == 2 ? "another-job" : "this-job",
                 "JDIST_RENDEZVOUS_TIMEOUT", "8")));
         assertThat(outs.get(2)).contains("FAILED: ConfigException: rank 2: the rendezvous store at 127.0.0.1:" + port)
@@ -99,7 +102,7 @@ class ClusterAgreementIT {
     @Test
     @Timeout(LIMIT_SECONDS + 60)
     void aRankThatNeverComes() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         List<Map<String, String>> envs = new ArrayList<>();
         for (int r : new int[] {0, 1, 3}) envs.add(torchrun(r, N, port, "JDIST_RENDEZVOUS_TIMEOUT", "6"));
         List<String> outs = allFail(envs);
@@ -113,7 +116,7 @@ class ClusterAgreementIT {
     @Timeout(LIMIT_SECONDS + 60)
     void aDifferentHostfileInAJobWithAToken() throws Exception {
         List<Integer> ports = new ArrayList<>();
-        for (int i = 0; i < N; i++) ports.add(Ports.free());
+        for (int i = 0; i < N; i++) ports.add(FreePorts.one());
         Path a = hostfile("a.json", ports);
         List<Integer> other = new ArrayList<>(ports);
         other.set(0, other.get(0) == 65535 ? 1024 : other.get(0) + 1);   // an entry rank 2 does not use itself
@@ -130,14 +133,14 @@ class ClusterAgreementIT {
     @Timeout(LIMIT_SECONDS + 60)
     void aHostfileJobWithATokenAgreesAndRunsWithoutOneAsBefore() throws Exception {
         List<Integer> ports = new ArrayList<>();
-        for (int i = 0; i < N; i++) ports.add(Ports.free());
+        for (int i = 0; i < N; i++) ports.add(FreePorts.one());
         Path a = hostfile("ok.json", ports);
         for (boolean token : new boolean[] {true, false}) {
-            try (JobProcesses job = new JobProcesses()) {
+            try (ChildProcesses job = new ChildProcesses()) {
                 for (int r = 0; r < N; r++) {
                     Map<String, String> env = new HashMap<>(Map.of("MLX_RANK", "" + r, "MLX_HOSTFILE", a.toString(), "JDIST_TIMEOUT", "60"));
                     if (token) env.put("JDIST_JOB_TOKEN", "this-job");
-                    job.start(dir, "rank" + r, JobProcesses.javaCommand(ClusterCheckProgram.class), env);
+                    job.start(dir, "rank" + r, JavaCommand.of(ClusterCheckProgram.class), env);
                 }
                 for (int r = 0; r < N; r++) {
                     assertThat(job.await(r, LIMIT_SECONDS)).as("rank %d; outputs:%n%s", r, job.allOutputs()).isZero();

@@ -1,7 +1,9 @@
 package dev.jdist.rendezvous;
 
-import org.junit.jupiter.api.Assertions;
-import org.junit.jupiter.api.Assumptions;
+import dev.jdist.testing.ChildProcesses;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.JavaCommand;
+import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -38,8 +40,8 @@ class ClusterStartIT {
 
     /** Starts N ranks with {@code envOf(rank)}; every one must print OK with the backend and source. */
     private void runsEverywhere(String source, IntFunction<Map<String, String>> envOf) throws Exception {
-        try (JobProcesses job = new JobProcesses()) {
-            for (int r = 0; r < N; r++) job.start(dir, "rank" + r, JobProcesses.javaCommand(ClusterCheckProgram.class), envOf.apply(r));
+        try (ChildProcesses job = new ChildProcesses()) {
+            for (int r = 0; r < N; r++) job.start(dir, "rank" + r, JavaCommand.of(ClusterCheckProgram.class), envOf.apply(r));
             for (int r = 0; r < N; r++) {
                 assertThat(job.await(r, LIMIT_SECONDS)).as("exit code of process %d; outputs:%n%s", r, job.allOutputs()).isZero();
             }
@@ -53,7 +55,7 @@ class ClusterStartIT {
     @Test
     @Timeout(LIMIT_SECONDS + 60)
     void torchrunVariables() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         runsEverywhere("torchrun", r -> env("RANK", "" + r, "WORLD_SIZE", "" + N, "LOCAL_RANK", "" + r, "LOCAL_WORLD_SIZE", "" + N,
                 "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "" + port));
     }
@@ -61,7 +63,7 @@ class ClusterStartIT {
     @Test
     @Timeout(LIMIT_SECONDS + 60)
     void kubeflowTrainerV2Variables() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         // two "nodes" of two processes each, as a TrainJob with numNodes 2 and numProcPerNode 2
         runsEverywhere("trainer-v2", r -> env("PET_NNODES", "2", "PET_NPROC_PER_NODE", "2", "PET_NODE_RANK", "" + r / 2,
                 "LOCAL_RANK", "" + r % 2, "PET_MASTER_ADDR", "localhost", "PET_MASTER_PORT", "" + port));
@@ -70,7 +72,7 @@ class ClusterStartIT {
     @Test
     @Timeout(LIMIT_SECONDS + 60)
     void kubernetesIndexedJobEnvironment() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         runsEverywhere("kubernetes", r -> env("JOB_COMPLETION_INDEX", "" + r, "JDIST_WORLD_SIZE", "" + N,
                 "JDIST_MASTER_ADDR", "localhost", "JDIST_MASTER_PORT", "" + port));
     }
@@ -79,15 +81,12 @@ class ClusterStartIT {
     @Timeout(LIMIT_SECONDS + 60)
     void openMpiMpirunStartsARingJob() throws Exception {
         Path mpirun = Path.of("/usr/bin/mpirun.openmpi");
-        if (!Files.isExecutable(mpirun)) {
-            String msg = "mpirun.openmpi is not installed (Debian: openmpi-bin; bin/test installs it when run as root)";
-            if ("true".equals(System.getenv("CI"))) Assertions.fail("CI=true but " + msg);
-            Assumptions.abort(msg);
-        }
+        Requirements.require(Files.isExecutable(mpirun),
+                "mpirun.openmpi is not installed (Debian: openmpi-bin; bin/test installs it when run as root)");
         List<String> cmd = new ArrayList<>(List.of(mpirun.toString(), "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
                 "-np", "" + N, "-x", "JDIST_BACKEND=ring", "-x", "JDIST_TIMEOUT=60"));
-        cmd.addAll(JobProcesses.javaCommand(ClusterCheckProgram.class));
-        try (JobProcesses job = new JobProcesses()) {
+        cmd.addAll(JavaCommand.of(ClusterCheckProgram.class));
+        try (ChildProcesses job = new ChildProcesses()) {
             job.start(dir, "mpirun", cmd, Map.of());
             int code = job.await(0, LIMIT_SECONDS);
             String out = job.output(0);

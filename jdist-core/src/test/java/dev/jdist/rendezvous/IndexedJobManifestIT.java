@@ -3,6 +3,9 @@ package dev.jdist.rendezvous;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.jdist.cluster.ExampleManifests;
 import dev.jdist.cluster.LateDnsResolverProvider;
+import dev.jdist.testing.ChildProcesses;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.JavaCommand;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -43,7 +46,7 @@ class IndexedJobManifestIT {
         Files.createDirectories(services.resolve("META-INF/services"));
         Files.writeString(services.resolve("META-INF/services/java.net.spi.InetAddressResolverProvider"),
                 LateDnsResolverProvider.class.getName() + "\n");
-        List<String> cmd = new ArrayList<>(JobProcesses.javaCommand(ClusterCheckProgram.class));
+        List<String> cmd = new ArrayList<>(JavaCommand.of(ClusterCheckProgram.class));
         int cp = cmd.indexOf("-cp");
         cmd.set(cp + 1, services + ":" + cmd.get(cp + 1));
         cmd.add(cp, "-D" + LateDnsResolverProvider.PROPERTY + "=" + name + "=127.0.0.1@" + podZeroRuns);
@@ -53,13 +56,13 @@ class IndexedJobManifestIT {
     @Test
     @Timeout(LIMIT_SECONDS + 60)
     void theIndexedJobsEnvironmentFormsTheRingOnceTheMastersNameResolves(@TempDir Path dir) throws Exception {
-        Map<String, String> env = podEnvironment(Ports.free());
+        Map<String, String> env = podEnvironment(FreePorts.one());
         String master = env.get("JDIST_MASTER_ADDR");
         assertThat(master).isEqualTo("jdist-allsum-0.jdist-allsum");
         int size = Integer.parseInt(env.get("JDIST_WORLD_SIZE"));
         Path podZeroRuns = dir.resolve("pod-0-runs");
         List<String> cmd = command(dir, master, podZeroRuns);
-        try (JobProcesses job = new JobProcesses()) {
+        try (ChildProcesses job = new ChildProcesses()) {
             for (int i = 0; i < size; i++) {
                 Map<String, String> pod = new HashMap<>(env);
                 pod.put("JOB_COMPLETION_INDEX", Integer.toString(i));
@@ -68,7 +71,7 @@ class IndexedJobManifestIT {
             // every rank is up and asking DNS for a name that has no answer yet
             Thread.sleep(3_000);
             for (int i = 0; i < size; i++) {
-                assertThat(job.processes.get(i).isAlive()).as("pod %d ended before the name resolved:%n%s", i, job.allOutputs()).isTrue();
+                assertThat(job.process(i).isAlive()).as("pod %d ended before the name resolved:%n%s", i, job.allOutputs()).isTrue();
             }
             Files.writeString(podZeroRuns, "");
             for (int i = 0; i < size; i++) {
@@ -84,10 +87,10 @@ class IndexedJobManifestIT {
     @Test
     @Timeout(LIMIT_SECONDS + 60)
     void aMasterNameThatNeverResolvesIsNamedOnEveryRankAtTheDeadline(@TempDir Path dir) throws Exception {
-        Map<String, String> env = podEnvironment(Ports.free());
+        Map<String, String> env = podEnvironment(FreePorts.one());
         env.put("JDIST_RENDEZVOUS_TIMEOUT", "4s");
         List<String> cmd = command(dir, env.get("JDIST_MASTER_ADDR"), dir.resolve("never"));
-        try (JobProcesses job = new JobProcesses()) {
+        try (ChildProcesses job = new ChildProcesses()) {
             for (int i = 0; i < 2; i++) {
                 Map<String, String> pod = new HashMap<>(env);
                 pod.put("JOB_COMPLETION_INDEX", Integer.toString(i));

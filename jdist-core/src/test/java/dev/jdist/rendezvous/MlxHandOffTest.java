@@ -4,6 +4,7 @@ import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.ring.RingBackend;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.testing.FreePorts;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -23,7 +24,7 @@ class MlxHandOffTest {
     @Timeout(120)
     void everyRankGetsTheSameHostfileAndTheRingFormsFromIt(@TempDir Path dir) throws Exception {
         int n = 3;
-        int port = Ports.free();
+        int port = FreePorts.one();
         List<RendezvousInProcessTest.Outcome> out = RendezvousInProcessTest.runRanks(n, r -> {
             MlxHandOff.Result h = MlxHandOff.prepare(RendezvousInProcessTest.torchrun(r, n, port), dir.resolve("rank" + r), 2);
             Map<String, String> child = new HashMap<>(h.environment());

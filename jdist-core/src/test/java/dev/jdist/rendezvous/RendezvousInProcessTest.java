@@ -11,6 +11,7 @@ import dev.jdist.cluster.JobDiscovery;
 import dev.jdist.ring.RingBackend;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.JobTable;
+import dev.jdist.testing.FreePorts;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -98,7 +99,7 @@ class RendezvousInProcessTest {
     @Test
     @Timeout(120)
     void threeRanksFormARingFromTorchrunVariables() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         List<Outcome> out = ring(3, r -> torchrun(r, 3, port));
         for (int r = 0; r < 3; r++) {
             assertThat(out.get(r).error()).as("rank %d", r).isNull();
@@ -109,7 +110,7 @@ class RendezvousInProcessTest {
     @Test
     @Timeout(120)
     void twoConnectionsPerNeighbourAndAJobToken() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         List<Outcome> out = ring(3, r -> torchrun(r, 3, port, "JDIST_RING_CONNECTIONS", "2", "JDIST_JOB_TOKEN", "s3cret"));
         for (int r = 0; r < 3; r++) {
             assertThat(out.get(r).error()).as("rank %d", r).isNull();
@@ -120,7 +121,7 @@ class RendezvousInProcessTest {
     @Test
     @Timeout(120)
     void aMissingRankIsNamedOnEveryRankThatCame() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         List<Outcome> out = ring(2, r -> torchrun(r, 3, port, "JDIST_RENDEZVOUS_TIMEOUT", "2"));
         for (Outcome o : out) {
             assertThat(o.error()).isInstanceOf(DeadlineExceededException.class)
@@ -131,7 +132,7 @@ class RendezvousInProcessTest {
     @Test
     @Timeout(120)
     void aRankStartedWithAnotherWorldSizeFailsEveryRankWithOneError() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         List<Outcome> out = ring(3, r -> torchrun(r, r == 1 ? 4 : 3, port));
         String first = null;
         for (Outcome o : out) {
@@ -145,7 +146,7 @@ class RendezvousInProcessTest {
     @Test
     @Timeout(120)
     void aRankOutsideItsOwnWorldSizeStillTellsTheOthers() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         // rank 3 of 4 started with WORLD_SIZE=2: "rank 3 was started with WORLD_SIZE=2, the others with 4"
         List<Outcome> out = ring(4, r -> torchrun(r, r == 3 ? 2 : 4, port));
         for (Outcome o : out) {
@@ -157,7 +158,7 @@ class RendezvousInProcessTest {
     @Test
     @Timeout(120)
     void differentRingSettingsAreNamed() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         List<Outcome> out = ring(3, r -> torchrun(r, 3, port, "JDIST_TRANSPORT", r == 2 ? "shm" : "tcp"));
         for (Outcome o : out) {
             assertThat(o.error()).isInstanceOf(ConfigException.class)
@@ -168,7 +169,7 @@ class RendezvousInProcessTest {
     @Test
     @Timeout(120)
     void aRankWithAnotherTokenIsRefusedAndNamedByTheOthers() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         List<Outcome> out = ring(3, r -> torchrun(r, 3, port, "JDIST_JOB_TOKEN", r == 2 ? "other" : "s3cret",
                 "JDIST_RENDEZVOUS_TIMEOUT", "4"));
         assertThat(out.get(2).error()).isInstanceOf(ConfigException.class).hasMessageContaining("different job token");
@@ -183,7 +184,7 @@ class RendezvousInProcessTest {
     @Test
     @Timeout(120)
     void aRankWithoutTheTokenIsTold() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         List<Outcome> out = ring(2, r -> r == 0 ? torchrun(0, 2, port, "JDIST_JOB_TOKEN", "s3cret", "JDIST_RENDEZVOUS_TIMEOUT", "3")
                 : torchrun(1, 2, port, "JDIST_RENDEZVOUS_TIMEOUT", "3"));
         assertThat(out.get(1).error()).isInstanceOf(ConfigException.class)
@@ -224,7 +225,7 @@ class RendezvousInProcessTest {
     @Test
     @Timeout(120)
     void garbageInTheStoreIsNamedNotCrashedOn() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         List<Outcome> out = runRanks(2, r -> {
             if (r == 0) return ringRank(torchrun(0, 2, port, "JDIST_RENDEZVOUS_TIMEOUT", "5"));
             // a stranger (no token in this job) writes junk where rank 1's record belongs

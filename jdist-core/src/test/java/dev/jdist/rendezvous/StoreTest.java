@@ -3,6 +3,7 @@ package dev.jdist.rendezvous;
 import dev.jdist.ConfigException;
 import dev.jdist.ConnectFailedException;
 import dev.jdist.DistributedException;
+import dev.jdist.testing.FreePorts;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -177,7 +178,7 @@ class StoreTest {
     @Test
     @Timeout(60)
     void noStoreIsNamedAfterTheDeadline() throws Exception {
-        int port = Ports.free();
+        int port = FreePorts.one();
         assertThatThrownBy(() -> StoreClient.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port),
                 "127.0.0.1:" + port + " (MASTER_ADDR, MASTER_PORT)", null, 3, System.nanoTime() + 1_500_000_000L, Duration.ofMillis(1500)))
                 .isInstanceOf(ConnectFailedException.class)

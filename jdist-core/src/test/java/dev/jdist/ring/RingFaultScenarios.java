@@ -38,9 +38,9 @@ final class RingFaultScenarios {
             }
             ranks.awaitLooping(n);
             check.on(ranks);
-            long pid = ranks.processes.get(2).pid();
-            ranks.processes.get(2).destroyForcibly();   // SIGKILL to the one process we chose, by its handle
-            assertThat(ranks.processes.get(2).waitFor(20, TimeUnit.SECONDS)).as("pid %d ended", pid).isTrue();
+            long pid = ranks.process(2).pid();
+            ranks.process(2).destroyForcibly();   // SIGKILL to the one process we chose, by its handle
+            assertThat(ranks.process(2).waitFor(20, TimeUnit.SECONDS)).as("pid %d ended", pid).isTrue();
             for (int r : new int[] {0, 1, 3}) {
                 int code = ranks.await(r, 45);   // well within the 30 s deadline plus JVM exit
                 String out = ranks.output(r);
@@ -65,7 +65,7 @@ final class RingFaultScenarios {
                 ranks.start(dir, r, hf, RingLoopProgram.class, env("3", extraEnv), "100000000", "240");
             }
             ranks.awaitLooping(n);
-            long pid = ranks.processes.get(1).pid();
+            long pid = ranks.process(1).pid();
             Process stop = new ProcessBuilder("kill", "-STOP", Long.toString(pid)).inheritIO().start();
             assertThat(stop.waitFor(10, TimeUnit.SECONDS)).isTrue();
             try {
@@ -77,7 +77,7 @@ final class RingFaultScenarios {
                 assertThat(c0 == 4 || c2 == 4).as("one neighbour of the stopped rank hit the deadline:%n%s", all).isTrue();
                 assertThat(all).contains("DeadlineExceededException").contains("JDIST_TIMEOUT").contains("rank 1 (");
             } finally {
-                ranks.processes.get(1).destroyForcibly();   // SIGKILL also ends a stopped process
+                ranks.process(1).destroyForcibly();   // SIGKILL also ends a stopped process
             }
         }
     }

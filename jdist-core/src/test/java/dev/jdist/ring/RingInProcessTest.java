@@ -3,6 +3,7 @@ package dev.jdist.ring;
 import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
+import dev.jdist.testing.FreePorts;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -83,7 +84,7 @@ class RingInProcessTest {
     void aRingFormsFromSettingsBuiltInMemory() throws Exception {
         // what a launcher that places ranks by other means than MLX_HOSTFILE does: RingSettings.of + RingGroup.connect
         int n = 3;
-        int[] ports = RingTestSupport.freePorts(n);
+        int[] ports = FreePorts.distinct(n);
         List<List<RingHostfile.Address>> ranks = new ArrayList<>();
         for (int q = 0; q < n; q++) {
             ranks.add(List.of(new RingHostfile.Address("127.0.0.1:" + ports[q], "127.0.0.1", ports[q],

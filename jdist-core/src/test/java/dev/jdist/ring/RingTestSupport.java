@@ -3,48 +3,25 @@ package dev.jdist.ring;
 import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.RankThreads;
 
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.IntFunction;
 
-/** Test helpers: free loopback ports, hostfiles, in-process rings (one thread per rank). */
+/** Test helpers: hostfiles on free loopback ports, in-process rings (one thread per rank). */
 public final class RingTestSupport {
     private RingTestSupport() {}
 
-    /** Ports that were free a moment ago (bind port 0 on 127.0.0.1, close). */
-    public static int[] freePorts(int count) throws IOException {
-        int[] ports = new int[count];
-        List<ServerSocket> open = new ArrayList<>();
-        try {
-            for (int i = 0; i < count; i++) {
-                ServerSocket s = new ServerSocket();
-                s.setReuseAddress(true);
-                s.bind(new InetSocketAddress("127.0.0.1", 0));
-                open.add(s);
-                ports[i] = s.getLocalPort();
-            }
-        } finally {
-            for (ServerSocket s : open) s.close();
-        }
-        return ports;
-    }
-
     /** A hostfile of n ranks with k loopback addresses each, on free ports. */
     public static Path hostfile(Path dir, int n, int k) throws IOException {
-        int[] ports = freePorts(n * k);
+        int[] ports = FreePorts.distinct(n * k);
         StringBuilder sb = new StringBuilder("[\n");
         for (int q = 0; q < n; q++) {
             sb.append("  [");
@@ -86,23 +63,11 @@ public final class RingTestSupport {
     /** Forms an n-rank ring in this JVM (one thread per rank, rank r with {@code settings.apply(r)}) and runs {@code body}. */
     public static <T> List<T> onEveryRank(int n, IntFunction<RingSettings> settings, Function<GroupImpl, T> body)
             throws Exception {
-        ExecutorService pool = Executors.newFixedThreadPool(n);
-        try {
-            List<Future<T>> fs = new ArrayList<>();
-            for (int r = 0; r < n; r++) {
-                int rank = r;
-                fs.add(pool.submit(() -> {
-                    try (GroupImpl g = RingGroup.connect(settings.apply(rank))) {
-                        return body.apply(g);
-                    }
-                }));
+        return RankThreads.run(n, 60, rank -> {
+            try (GroupImpl g = RingGroup.connect(settings.apply(rank))) {
+                return body.apply(g);
             }
-            List<T> out = new ArrayList<>();
-            for (Future<T> f : fs) out.add(f.get(60, TimeUnit.SECONDS));
-            return out;
-        } finally {
-            pool.shutdownNow();
-        }
+        });
     }
 
     /**

@@ -27,7 +27,7 @@ class ShmMultiProcessIT {
 
     /** Shared-memory files of these processes still present. */
     static List<Path> leftovers(RankProcesses ranks) throws IOException {
-        List<String> prefixes = ranks.processes.stream().map(p -> ShmSetup.FILE_PREFIX + p.pid() + "-").toList();
+        List<String> prefixes = ranks.processes().stream().map(p -> ShmSetup.FILE_PREFIX + p.pid() + "-").toList();
         try (Stream<Path> s = Files.list(ShmSetup.directory())) {
             return s.filter(p -> prefixes.stream().anyMatch(x -> p.getFileName().toString().startsWith(x))).toList();
         }

@@ -1,0 +1,63 @@
+package dev.jdist.algo;
+
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+
+/** The algorithms a group of jdist ranks chooses from (spec collectives.md §10.5–§10.9), by the names users write. */
+public enum Algorithm {
+    /** The ring: MLX's schedules (§3.6, §3.7) and jdist's ring sum_scatter (§9), on the ring's own connections. */
+    RING("ring", "the ring", EnumSet.allOf(CollectiveKind.class)),
+    /** Recursive doubling (§10.5): fewest rounds, the whole vector in each. */
+    RD("rd", "recursive doubling", EnumSet.of(CollectiveKind.ALL_REDUCE, CollectiveKind.ALL_GATHER)),
+    /** Recursive halving, then doubling: Rabenseifner's all-reduce (§10.6). */
+    RHD("rhd", "recursive halving and doubling (Rabenseifner)", EnumSet.of(CollectiveKind.ALL_REDUCE)),
+    /** Recursive halving (§10.7): a reduce-scatter in log2 n rounds. */
+    RH("rh", "recursive halving", EnumSet.of(CollectiveKind.SUM_SCATTER)),
+    /** Bruck's all-gather (§10.8): ceil(log2 n) rounds for any n. */
+    BRUCK("bruck", "Bruck's all-gather", EnumSet.of(CollectiveKind.ALL_GATHER));
+
+    private final String text;
+    private final String description;
+    private final Set<CollectiveKind> kinds;
+
+    Algorithm(String text, String description, Set<CollectiveKind> kinds) {
+        this.text = text;
+        this.description = description;
+        this.kinds = kinds;
+    }
+
+    /** The name in {@code JDIST_ALGO} and rules files. */
+    public String text() { return text; }
+
+    public String description() { return description; }
+
+    /** Whether this algorithm implements {@code kind}. */
+    public boolean supports(CollectiveKind kind) { return kinds.contains(kind); }
+
+    /** By name, any case; null when unknown. */
+    public static Algorithm byName(String name) {
+        String t = name.strip().toLowerCase(Locale.ROOT);
+        for (Algorithm a : values()) if (a.text.equals(t)) return a;
+        return null;
+    }
+
+    /** The names of the algorithms that implement {@code kind}, for messages. */
+    public static String namesFor(CollectiveKind kind) {
+        List<String> names = new ArrayList<>();
+        for (Algorithm a : values()) if (a.supports(kind)) names.add(a.text);
+        return String.join(", ", names);
+    }
+
+    /** Every name, for messages. */
+    public static String allNames() {
+        List<String> names = new ArrayList<>();
+        for (Algorithm a : values()) names.add(a.text);
+        return String.join(", ", names);
+    }
+
+    @Override
+    public String toString() { return text; }
+}

@@ -1,0 +1,9 @@
+/**
+ * The job's liveness watch (docs/reliability.md, docs/reference/collectives.md §11–§12): between jdist ranks, a
+ * heartbeat on UDP sockets of its own tells a peer that is alive from one that is gone, stopped or cut off, a rank whose
+ * group broke tells the others why, and the ranks' current operations are compared to find ranks that called different
+ * collectives. {@link dev.jdist.liveness.LivenessMonitor} is the one thread and socket per job; backends see it as a
+ * {@link dev.jdist.spi.Liveness}. Pure parts ({@link dev.jdist.liveness.Diagnosis}, the wire codec) are tested without
+ * sockets.
+ */
+package dev.jdist.liveness;

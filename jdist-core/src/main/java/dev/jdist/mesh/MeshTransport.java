@@ -1,0 +1,296 @@
+package dev.jdist.mesh;
+
+import dev.jdist.DType;
+import dev.jdist.DeadlineExceededException;
+import dev.jdist.DistributedException;
+import dev.jdist.PeerLostException;
+import dev.jdist.ReduceOp;
+import dev.jdist.mesh.MeshSchedule.Buffer;
+import dev.jdist.mesh.MeshSchedule.Combine;
+import dev.jdist.mesh.MeshSchedule.Message;
+import dev.jdist.mesh.MeshSchedule.Step;
+import dev.jdist.reduce.Reducer;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Runs {@link MeshSchedule}s over a {@link PeerMesh} (the transport half; the schedules are the algorithm half). The
+ * thread that issues an operation drives it, as the ring's TCP transport does: every connection is non-blocking, each
+ * step's messages all progress together (so two members exchanging large messages never wait on each other's kernel
+ * buffers), received bytes go straight into their buffer, and when nothing can move the thread polls for
+ * {@code JDIST_RING_SPIN_US} (yielding the CPU) and then sleeps in the mesh's selector. A step's combines run once all
+ * its messages are through (spec collectives.md §10.3).
+ *
+ * <p>Failures (spec §10.2): a connection that ends or fails, or no byte of progress for {@code JDIST_TIMEOUT} while bytes
+ * are still expected, fails the operation with {@link PeerLostException} or {@link DeadlineExceededException} naming this
+ * rank, the peer and its address, and breaks the mesh ({@link PeerMesh#breakWith}). The caller breaks the rest of its
+ * group with the same cause.
+ */
+public final class MeshTransport {
+    /** Bytes per socket call and per ByteBuffer view (ByteBuffers are int-indexed). */
+    private static final long WINDOW = 1L << 30;
+
+    private final PeerMesh mesh;
+    private final int rank;
+    private final Lane[] lanes;
+    private final List<Lane> active = new ArrayList<>();
+    /** The peers of the last schedule run (callers reuse schedules of repeated calls: no set built per call). */
+    private MeshSchedule lastSchedule;
+    private int[] lastPeers;
+
+    public MeshTransport(PeerMesh mesh) {
+        this.mesh = mesh;
+        this.rank = mesh.rank();
+        this.lanes = new Lane[mesh.size()];
+    }
+
+    public PeerMesh mesh() { return mesh; }
+
+    /**
+     * Runs {@code schedule}: {@code work} and {@code scratch} are its buffers ({@code scratch} at least
+     * {@link MeshSchedule#scratchBytes()} long, or null when that is 0); combines reduce with {@code op} as {@code dtype}
+     * (both null when the schedule has none). {@code opName} names the operation in errors ({@code all_sum (recursive
+     * doubling)}). A failure breaks the mesh and is thrown.
+     */
+    public void run(String opName, MeshSchedule schedule, MemorySegment work, MemorySegment scratch, ReduceOp op, DType dtype) {
+        mesh.checkUsable(opName);
+        if (schedule.steps().isEmpty()) return;
+        try {
+            if (schedule != lastSchedule) {
+                lastPeers = schedule.peers();
+                lastSchedule = schedule;
+            }
+            mesh.connect(lastPeers, opName);
+            List<Step> steps = schedule.steps();
+            for (int i = 0; i < steps.size(); i++) {
+                Step st = steps.get(i);
+                if (!st.messages().isEmpty()) moveStep(opName, i, steps.size(), st, work, scratch);
+                for (Combine c : st.combines()) combine(c, work, scratch, op, dtype);
+            }
+        } catch (DistributedException e) {
+            mesh.breakWith(e);
+            throw e;
+        } catch (RuntimeException | Error e) {
+            // anything unexpected mid-operation leaves the byte streams out of step: the group cannot go on
+            mesh.breakWith(new PeerLostException("rank " + rank + ": " + opName + " failed unexpectedly (" + e
+                    + "); the members' byte streams are out of step, so the group is closed", e));
+            throw e;
+        } finally {
+            for (Lane l : active) l.reset();
+            active.clear();
+        }
+    }
+
+    private static MemorySegment buffer(Buffer b, MemorySegment work, MemorySegment scratch) {
+        return b == Buffer.WORK ? work : scratch;
+    }
+
+    /** {@code into := op(left, right)}; with {@code fromIsLeft} the result is formed in {@code from} and copied. */
+    private static void combine(Combine c, MemorySegment work, MemorySegment scratch, ReduceOp op, DType dtype) {
+        MemorySegment into = buffer(c.into(), work, scratch);
+        MemorySegment from = buffer(c.from(), work, scratch);
+        long count = c.bytes() / dtype.itemSize();
+        if (c.fromIsLeft()) {
+            Reducer.reduce(op, dtype, from, c.fromOffset(), into, c.intoOffset(), count);
+            MemorySegment.copy(from, c.fromOffset(), into, c.intoOffset(), c.bytes());
+        } else {
+            Reducer.reduce(op, dtype, into, c.intoOffset(), from, c.fromOffset(), count);
+        }
+    }
+
+    // ------------------------------------------------------------------ one step
+
+    private void moveStep(String opName, int index, int of, Step st, MemorySegment work, MemorySegment scratch) {
+        for (Lane l : active) l.reset();
+        active.clear();
+        for (Message m : st.messages()) {
+            Lane l = lanes[m.peer()];
+            if (l == null) l = lanes[m.peer()] = new Lane(m.peer());
+            if (l.sends.isEmpty() && l.recvs.isEmpty()) {
+                l.connection = mesh.connection(m.peer());
+                active.add(l);
+            }
+            (m.send() ? l.sends : l.recvs).add(m);
+        }
+        for (Lane l : active) l.begin(work, scratch);
+        long spinNanos = mesh.spinNanos();
+        long timeoutNanos = mesh.timeoutNanos();
+        long lastProgress = System.nanoTime();
+        long spinUntil = lastProgress + spinNanos;
+        while (true) {
+            boolean progress = false;
+            boolean done = true;
+            for (int i = 0, n = active.size(); i < n; i++) {
+                Lane l = active.get(i);
+                progress |= l.pumpSend(opName);
+                progress |= l.pumpRecv(opName);
+                done &= l.done();
+            }
+            if (done) return;
+            long now = System.nanoTime();
+            if (progress) {
+                lastProgress = now;
+                spinUntil = now + spinNanos;
+                continue;
+            }
+            if (now - spinUntil < 0) {
+                // the answer to a small message usually comes within microseconds, sooner than a selector wake-up
+                Thread.yield();
+                continue;
+            }
+            for (Lane l : active) l.updateInterest();
+            long wait = timeoutNanos - (now - lastProgress);
+            if (wait <= 0) throw noProgress(opName + " (step " + (index + 1) + " of " + of + ")");
+            if (Thread.currentThread().isInterrupted()) {
+                throw new PeerLostException("rank " + rank + ": " + opName + " was interrupted in the middle of the operation; "
+                        + "the members' byte streams are now out of step, so the group is closed");
+            }
+            mesh.await((wait + 999_999) / 1_000_000, opName);
+        }
+    }
+
+    private DeadlineExceededException noProgress(String opName) {
+        List<String> waiting = new ArrayList<>();
+        for (Lane l : active) {
+            long r = l.recvRemaining();
+            if (r > 0) waiting.add("receiving " + r + " more byte(s) from " + l.connection.describe());
+            long s = l.sendRemaining();
+            if (s > 0 && l.sendBlocked) waiting.add("sending " + s + " more byte(s) to " + l.connection.describe() + ", which stopped reading");
+        }
+        return new DeadlineExceededException("rank " + rank + ": " + opName + " made no progress for " + mesh.timeoutText()
+                + " s (JDIST_TIMEOUT) while " + String.join("; ", waiting) + ". The peer may be hung, stopped, unreachable, or "
+                + "running a different sequence of operations; raise JDIST_TIMEOUT if it is just slow. The group is closed.");
+    }
+
+    private PeerLostException lost(String opName, PeerConnection c, String direction, String why, Throwable cause) {
+        return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + c.describe() + " while "
+                + direction + ": " + why + ". Rank " + c.peer() + " probably exited or crashed (or a rank it waited for did, "
+                + "and its failure travelled here); check its output. The group is closed.", cause);
+    }
+
+    /** One step's messages to and from one peer, in order, and where they stand. */
+    private final class Lane {
+        final int peer;
+        final List<Message> sends = new ArrayList<>();
+        final List<Message> recvs = new ArrayList<>();
+        PeerConnection connection;
+        MemorySegment work;
+        MemorySegment scratch;
+        int sendIdx;
+        long sendPos;
+        int recvIdx;
+        long recvPos;
+        ByteBuffer sendView;
+        ByteBuffer recvView;
+        boolean sendBlocked;
+        boolean wantsRead;
+        int interest;
+
+        Lane(int peer) { this.peer = peer; }
+
+        void begin(MemorySegment work, MemorySegment scratch) {
+            this.work = work;
+            this.scratch = scratch;
+            sendIdx = recvIdx = 0;
+            sendPos = recvPos = 0;
+            sendView = recvView = null;
+            sendBlocked = wantsRead = false;
+        }
+
+        void reset() {
+            sends.clear();
+            recvs.clear();
+            if (connection != null && interest != 0 && connection.key().isValid()) connection.key().interestOps(0);
+            interest = 0;
+            work = scratch = null;
+            sendView = recvView = null;
+        }
+
+        boolean done() { return sendIdx >= sends.size() && recvIdx >= recvs.size(); }
+
+        private ByteBuffer view(Message m, long pos) {
+            long len = Math.min(WINDOW, m.length() - pos);
+            return buffer(m.buffer(), work, scratch).asSlice(m.offset() + pos, len).asByteBuffer();
+        }
+
+        boolean pumpSend(String opName) {
+            sendBlocked = false;
+            boolean progress = false;
+            while (sendIdx < sends.size()) {
+                Message m = sends.get(sendIdx);
+                if (sendView == null || !sendView.hasRemaining()) sendView = view(m, sendPos);
+                int n;
+                try {
+                    n = connection.channel().write(sendView);
+                } catch (IOException e) {
+                    throw lost(opName, connection, "sending", String.valueOf(e.getMessage()), e);
+                }
+                if (n == 0) {
+                    sendBlocked = true;
+                    return progress;
+                }
+                progress = true;
+                sendPos += n;
+                if (sendPos == m.length()) {
+                    sendIdx++;
+                    sendPos = 0;
+                    sendView = null;
+                }
+            }
+            return progress;
+        }
+
+        boolean pumpRecv(String opName) {
+            wantsRead = false;
+            boolean progress = false;
+            while (recvIdx < recvs.size()) {
+                Message m = recvs.get(recvIdx);
+                if (recvView == null || !recvView.hasRemaining()) recvView = view(m, recvPos);
+                int n;
+                try {
+                    n = connection.channel().read(recvView);
+                } catch (IOException e) {
+                    throw lost(opName, connection, "receiving", String.valueOf(e.getMessage()), e);
+                }
+                if (n < 0) throw lost(opName, connection, "receiving", "the peer closed the connection (EOF)", null);
+                if (n == 0) {
+                    wantsRead = true;
+                    return progress;
+                }
+                progress = true;
+                recvPos += n;
+                if (recvPos == m.length()) {
+                    recvIdx++;
+                    recvPos = 0;
+                    recvView = null;
+                }
+            }
+            return progress;
+        }
+
+        long sendRemaining() {
+            long r = -sendPos;
+            for (int i = sendIdx; i < sends.size(); i++) r += sends.get(i).length();
+            return Math.max(0, r);
+        }
+
+        long recvRemaining() {
+            long r = -recvPos;
+            for (int i = recvIdx; i < recvs.size(); i++) r += recvs.get(i).length();
+            return Math.max(0, r);
+        }
+
+        void updateInterest() {
+            int want = (sendBlocked ? SelectionKey.OP_WRITE : 0) | (wantsRead ? SelectionKey.OP_READ : 0);
+            if (want != interest) {
+                connection.key().interestOps(want);
+                interest = want;
+            }
+        }
+    }
+}

@@ -1,0 +1,720 @@
+package dev.jdist.mesh;
+
+import dev.jdist.ConfigException;
+import dev.jdist.ConnectFailedException;
+import dev.jdist.DeadlineExceededException;
+import dev.jdist.DistributedException;
+import dev.jdist.PeerLostException;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardProtocolFamily;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * Direct connections between any two members of a group whose members are all jdist (spec collectives.md §10.1–§10.2):
+ * the medium of the size-aware algorithms and of any operation that needs a peer other than a ring neighbour.
+ *
+ * <p>Life cycle. (1) Every member binds a listener ({@link #listen}) and builds its {@link #record}; (2) the members
+ * all-gather their records over a channel they already have (the ring) — the mesh never sends a byte until then, so it
+ * is used only when the caller knows every member is jdist; (3) {@link #form} checks the records (the settings digests
+ * must agree) and from then on the listener accepts. Connections are made on demand: {@link #connect} before an
+ * operation, for the peers it needs; the lower rank of a pair connects, the higher accepts; both prove the job token
+ * (or, without one, the group's identity) with the ring's handshake ({@link Proofs}: the caller passes the ring's
+ * {@code RingAuthenticator}) bound to both ranks and to the group. A connection stays open until {@link #close()} or a failure.
+ *
+ * <p>Waiting. One selector watches the listener, the handshakes in progress and every connection. A transport that runs
+ * an operation sets its connections' interest and calls {@link #await}, which also accepts and authenticates members
+ * connecting meanwhile (a member already in a later operation), so no member waits on another that is busy elsewhere.
+ *
+ * <p>Failures. Every connect, accept, handshake, read and write is bounded by {@code JDIST_TIMEOUT}. The first failure
+ * breaks the mesh ({@link #breakWith}): it closes every connection and the listener, so the members it talks to fail
+ * too, and every later use fails at once with the same cause. Messages name this rank, the peer, and its address.
+ *
+ * <p>Threads: one operation at a time ({@link dev.jdist.Group} serialises them); {@link #close()} may come from any thread.
+ */
+public final class PeerMesh implements AutoCloseable {
+
+    /**
+     * One member: where it listens for mesh connections, which host it runs on ({@link #thisHostId()}), and the digest
+     * of the settings every member must share.
+     */
+    public record Member(int rank, InetSocketAddress address, long hostId, long settingsDigest) {
+        /** {@code host:port}, as messages name it. */
+        public String text() { return address.getAddress().getHostAddress() + ":" + address.getPort(); }
+    }
+
+    /**
+     * The two proofs of a handshake, keyed with one secret: HMAC-SHA256 of a fixed label, the channel number and two
+     * 32-byte values (spec collectives.md §9). The ring's {@code RingAuthenticator} is one; the mesh takes it from the
+     * caller so that this package depends on no backend.
+     */
+    public interface Proofs {
+        byte[] acceptorMac(int channel, byte[] nonceC, byte[] nonceA);
+
+        byte[] connectorMac(int channel, byte[] nonceA, byte[] nonceC);
+    }
+
+    /**
+     * How this member connects.
+     *
+     * @param rank       this member's rank in the group
+     * @param timeout    {@code JDIST_TIMEOUT}: the longest any connect, handshake, or wait for bytes may go without progress
+     * @param jobToken   {@code JDIST_JOB_TOKEN}, or null
+     * @param spinMicros how long an operation polls before sleeping in the selector ({@code JDIST_RING_SPIN_US})
+     * @param verbose    {@code MLX_RING_VERBOSE}: log connection progress on stderr
+     * @param who        how log lines name this member ({@code rank 2}, {@code rank 2 -> split colour 1 rank 0})
+     * @param proofs     the proofs keyed with a secret (the job token, or the group's identity without one)
+     */
+    public record Settings(int rank, Duration timeout, String jobToken, long spinMicros, boolean verbose, String who,
+                           Function<String, Proofs> proofs) {}
+
+    /** Bytes of one member's record in the exchange: IPv4, port, host id, settings digest (little-endian). */
+    public static final int RECORD_BYTES = 24;
+    /** The handshake's channel number ({@code "MESH"}): apart from the ring's connection indices and the store's. */
+    static final int CHANNEL = 0x4D455348;
+    static final byte[] MAGIC = "JDISTMS1".getBytes(StandardCharsets.US_ASCII);
+    static final int NONCE = 32;
+    static final int MAC = 32;
+    static final int HELLO = 8 + 8 + 4 + 4 + NONCE;
+    static final int CHALLENGE_REPLY = NONCE + MAC;
+    private static final SecureRandom RANDOM = new SecureRandom();
+    private static final int BACKLOG = 64;
+    private static final int MAX_PENDING_HANDSHAKES = 64;
+    /** A refused connection after the exchange means the member no longer listens; a few quick retries, then fail. */
+    private static final int REFUSED_ATTEMPTS = 4;
+    private static final long FIRST_RETRY_MILLIS = 50;
+    private static final long MAX_RETRY_MILLIS = 1000;
+
+    private final Settings settings;
+    private final int rank;
+    private final List<Member> members;
+    private final byte[] meshId;
+    private final Proofs auth;
+    private final long timeoutNanos;
+    private final String timeoutText;
+    private final Selector selector;
+    private final ServerSocketChannel listener;
+    private final PeerConnection[] connections;
+    private final Outgoing[] outgoing;
+    private final List<Handshake> pending = new ArrayList<>();
+    /** What was dropped on the listener (failed handshakes), for the deadline message. */
+    private final List<String> dropped = new ArrayList<>();
+    private volatile DistributedException broken;
+    private volatile boolean closed;
+
+    private PeerMesh(Settings settings, List<Member> members, byte[] meshId, ServerSocketChannel listener, Selector selector) {
+        this.settings = settings;
+        this.rank = settings.rank();
+        this.members = List.copyOf(members);
+        this.meshId = meshId;
+        // Without a job token the proof only binds a connection to this group (MLX's trust model, like the ring's).
+        this.auth = settings.proofs().apply(settings.jobToken() != null ? settings.jobToken()
+                : "jdist-mesh " + HexFormat.of().formatHex(meshId));
+        this.timeoutNanos = settings.timeout().toNanos();
+        double s = settings.timeout().toNanos() / 1e9;
+        this.timeoutText = s == Math.rint(s) ? String.valueOf((long) s) : String.valueOf(s);
+        this.listener = listener;
+        this.selector = selector;
+        this.connections = new PeerConnection[members.size()];
+        this.outgoing = new Outgoing[members.size()];
+    }
+
+    // ------------------------------------------------------------------ set-up
+
+    /** Binds a mesh listener on {@code ip}, port chosen by the system; {@code owner} names it in errors. */
+    public static ServerSocketChannel listen(InetAddress ip, String owner) {
+        ServerSocketChannel ch = null;
+        try {
+            ch = ServerSocketChannel.open(StandardProtocolFamily.INET);
+            ch.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            ch.bind(new InetSocketAddress(ip, 0), BACKLOG);
+            ch.configureBlocking(false);
+            return ch;
+        } catch (IOException e) {
+            closeQuietly(ch);
+            throw new ConfigException(owner + " cannot listen for mesh connections on " + ip.getHostAddress() + ": " + e.getMessage()
+                    + "; that address must be one of this host's (the ring's own address)", e);
+        }
+    }
+
+    /** This member's record for the exchange: the listener's address and port, the host id, the settings digest (8 bytes). */
+    public static byte[] record(ServerSocketChannel listener, long hostId, byte[] settingsDigest) {
+        InetSocketAddress a;
+        try {
+            a = (InetSocketAddress) listener.getLocalAddress();
+        } catch (IOException e) {
+            throw new ConfigException("cannot read the mesh listener's address: " + e, e);
+        }
+        if (!(a.getAddress() instanceof Inet4Address ip4)) {
+            throw new ConfigException("the mesh listens on " + a + ", which is not an IPv4 address");
+        }
+        return ByteBuffer.allocate(RECORD_BYTES).order(ByteOrder.LITTLE_ENDIAN).put(ip4.getAddress()).putInt(a.getPort())
+                .putLong(hostId).put(Arrays.copyOf(settingsDigest, 8)).array();
+    }
+
+    /**
+     * Forms the mesh from every member's record, in rank order ({@code all}: {@code size * RECORD_BYTES} bytes, the same on
+     * every member). Members whose settings digests differ are named in one {@link ConfigException} ({@code settingsName}
+     * says which settings: {@code JDIST_ALGO and JDIST_ALGO_RULES}), the same on every member. Takes the listener (closed
+     * on failure).
+     */
+    public static PeerMesh form(Settings settings, ServerSocketChannel listener, byte[] all, String settingsName) {
+        Selector selector = null;
+        try {
+            List<Member> members = decode(all);
+            checkDigests(members, settingsName);
+            byte[] id = MessageDigest.getInstance("SHA-256").digest(all);
+            selector = Selector.open();
+            PeerMesh mesh = new PeerMesh(settings, members, id, listener, selector);
+            listener.register(selector, SelectionKey.OP_ACCEPT, mesh.new Accepting());
+            mesh.log("mesh of " + members.size() + " listening on " + members.get(settings.rank()).text());
+            return mesh;
+        } catch (IOException | NoSuchAlgorithmException | RuntimeException e) {
+            closeQuietly(listener);
+            closeQuietly(selector);
+            if (e instanceof RuntimeException re) throw re;
+            throw new ConnectFailedException("rank " + settings.rank() + ": cannot set up the mesh: " + e, e);
+        }
+    }
+
+    static List<Member> decode(byte[] all) {
+        if (all.length == 0 || all.length % RECORD_BYTES != 0) {
+            throw new IllegalArgumentException("mesh records of " + all.length + " bytes");
+        }
+        ByteBuffer b = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
+        List<Member> members = new ArrayList<>();
+        for (int q = 0; q < all.length / RECORD_BYTES; q++) {
+            byte[] ip = new byte[4];
+            b.get(ip);
+            int port = b.getInt();
+            long host = b.getLong();
+            long digest = b.getLong();
+            try {
+                members.add(new Member(q, new InetSocketAddress(InetAddress.getByAddress(ip), port), host, digest));
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        return members;
+    }
+
+    private static void checkDigests(List<Member> members, String settingsName) {
+        Map<Long, List<Integer>> groups = new LinkedHashMap<>();
+        for (Member m : members) groups.computeIfAbsent(m.settingsDigest(), d -> new ArrayList<>()).add(m.rank());
+        if (groups.size() == 1) return;
+        List<String> parts = new ArrayList<>();
+        for (List<Integer> ranks : groups.values()) parts.add("ranks " + ranks);
+        throw new ConfigException("the ranks were started with different " + settingsName + ": " + String.join(" differ from ", parts)
+                + "; every rank must choose its algorithms alike, so give every rank the same values (and the same rules file)");
+    }
+
+    /** An identity of this host's running kernel (Linux's boot id, else the host name), as 8 bytes. */
+    public static long thisHostId() {
+        String id;
+        try {
+            id = Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).strip();
+        } catch (IOException | RuntimeException e) {
+            try {
+                id = "host:" + InetAddress.getLocalHost().getHostName();
+            } catch (IOException ex) {
+                id = "host:unknown";
+            }
+        }
+        try {
+            return ByteBuffer.wrap(MessageDigest.getInstance("SHA-256").digest(id.getBytes(StandardCharsets.UTF_8))).getLong();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is not available in this JVM", e);
+        }
+    }
+
+    // ------------------------------------------------------------------ what the mesh knows
+
+    public int rank() { return rank; }
+
+    public int size() { return members.size(); }
+
+    public Member member(int q) { return members.get(q); }
+
+    /** Whether members {@code a} and {@code b} run on one host. */
+    public boolean sameHost(int a, int b) { return members.get(a).hostId() == members.get(b).hostId(); }
+
+    /** How many distinct hosts the members run on. */
+    public int hosts() { return (int) members.stream().mapToLong(Member::hostId).distinct().count(); }
+
+    /** {@code JDIST_TIMEOUT} in nanoseconds. */
+    public long timeoutNanos() { return timeoutNanos; }
+
+    /** {@code JDIST_TIMEOUT} as messages say it, in seconds. */
+    public String timeoutText() { return timeoutText; }
+
+    /** {@code JDIST_RING_SPIN_US} in nanoseconds. */
+    public long spinNanos() { return settings.spinMicros() * 1000; }
+
+    /** The connection to {@code peer}, or null when none is made yet. */
+    public PeerConnection connection(int peer) { return connections[peer]; }
+
+    /** How many connections are open (for tests and logs). */
+    public int openConnections() {
+        int c = 0;
+        for (PeerConnection p : connections) if (p != null) c++;
+        return c;
+    }
+
+    // ------------------------------------------------------------------ connecting on demand
+
+    /**
+     * Makes sure a connection to each of {@code peers} exists, making the missing ones (every peer must do the same
+     * for this rank around the same time: both ends of a pair call it, as both run the operation that needs it).
+     * Bounded by {@code JDIST_TIMEOUT}; {@code opName} names the operation in errors. A failure breaks the mesh.
+     */
+    public void connect(int[] peers, String opName) {
+        checkUsable(opName);
+        if (allConnected(peers)) return;
+        try {
+            long start = System.nanoTime();
+            long deadline = start + timeoutNanos;
+            for (int p : peers) {
+                if (p == rank || p < 0 || p >= size()) throw new IllegalArgumentException("rank " + rank + " cannot connect to rank " + p);
+                if (connections[p] == null && p > rank && outgoing[p] == null) outgoing[p] = new Outgoing(p);
+            }
+            while (!allConnected(peers)) {
+                long now = System.nanoTime();
+                if (now - deadline >= 0) throw connectDeadline(peers, opName);
+                long wake = deadline;
+                for (int p : peers) {
+                    Outgoing o = outgoing[p];
+                    if (o == null || o.channel != null) continue;
+                    if (now - o.retryAt >= 0) o.start(opName);
+                    else if (o.retryAt - wake < 0) wake = o.retryAt;
+                }
+                if (allConnected(peers)) break;
+                select(Math.max(1, (wake - System.nanoTime() + 999_999) / 1_000_000), opName);
+            }
+            log("connected to rank(s) " + Arrays.toString(peers) + " for " + opName + " in " + (System.nanoTime() - start) / 1_000 + " µs");
+        } catch (DistributedException e) {
+            breakWith(e);
+            throw e;
+        }
+    }
+
+    private boolean allConnected(int[] peers) {
+        for (int p : peers) if (connections[p] == null) return false;
+        return true;
+    }
+
+    /**
+     * Waits up to {@code millis} (at least 1) for a socket event, handling the mesh's own (members connecting, handshakes)
+     * on the way; a transport calls it when nothing can move. Returns early on any event.
+     */
+    public void await(long millis, String opName) {
+        select(Math.max(1, millis), opName);
+    }
+
+    private void select(long millis, String opName) {
+        try {
+            selector.select(millis);
+            for (SelectionKey key : selector.selectedKeys()) {
+                if (!key.isValid()) continue;
+                Object a = key.attachment();
+                if (a instanceof Accepting acc) acc.acceptAll();
+                else if (a instanceof Handshake h) h.advance();
+                else if (a instanceof Outgoing o) o.finishConnect(opName);
+            }
+            selector.selectedKeys().clear();
+        } catch (IOException | ClosedSelectorException e) {
+            if (closed) throw new PeerLostException("rank " + rank + ": " + opName + " failed: the group was closed", e);
+            throw new PeerLostException("rank " + rank + ": " + opName + " failed: the mesh's selector failed: " + e, e);
+        }
+    }
+
+    private DistributedException connectDeadline(int[] peers, String opName) {
+        List<String> lines = new ArrayList<>();
+        for (int p : peers) {
+            if (connections[p] != null) continue;
+            Member m = members.get(p);
+            Outgoing o = outgoing[p];
+            if (o != null) {
+                lines.add("connecting to rank " + p + " at " + m.text() + " (" + o.attempts + " attempt(s)"
+                        + (o.lastError == null ? ", no answer to the handshake" : ", last: " + o.lastError) + ")");
+            } else {
+                lines.add("waiting for rank " + p + " (" + m.text() + ") to connect");
+            }
+        }
+        String msg = "rank " + rank + ": " + opName + " could not open mesh connections within " + timeoutText + " s (JDIST_TIMEOUT): "
+                + String.join("; ", lines) + (dropped.isEmpty() ? "" : "; dropped on the listener: " + String.join(", ", dropped))
+                + ". Is every rank running the same sequence of operations, can they reach each other's addresses (no "
+                + "firewall between them), and do they share one JDIST_JOB_TOKEN? The group is closed.";
+        boolean anyOutgoing = false;
+        for (int p : peers) anyOutgoing |= connections[p] == null && outgoing[p] != null && outgoing[p].lastError != null;
+        return anyOutgoing ? new ConnectFailedException(msg) : new DeadlineExceededException(msg);
+    }
+
+    // ------------------------------------------------------------------ state
+
+    /** Throws when the mesh is broken (same kind as the first failure) or closed. */
+    public void checkUsable(String opName) {
+        DistributedException b = broken;
+        if (b != null) {
+            String msg = "rank " + rank + ": " + opName + " cannot run: the group broke earlier: " + b.getMessage();
+            if (b instanceof DeadlineExceededException) throw new DeadlineExceededException(msg, b);
+            throw new PeerLostException(msg, b);
+        }
+        if (closed) throw new IllegalStateException("rank " + rank + ": " + opName + " on a closed group");
+    }
+
+    /** The first failure, or null. */
+    public DistributedException broken() { return broken; }
+
+    /**
+     * Breaks the mesh for good: remembers the first cause and closes every connection and the listener, so that the
+     * members this one talks to fail too (they see the connection end) and later operations fail at once.
+     */
+    public void breakWith(DistributedException cause) {
+        if (broken == null) broken = cause;
+        log("mesh broken: " + cause.getMessage());
+        closeSockets();
+    }
+
+    private void closeSockets() {
+        closeQuietly(listener);
+        for (PeerConnection c : connections) if (c != null) closeQuietly(c.channel());
+        for (Outgoing o : outgoing) if (o != null) closeQuietly(o.channel);
+        synchronized (pending) {
+            for (Handshake h : pending) closeQuietly(h.channel);
+        }
+    }
+
+    /** Closes every connection, the listener and the selector. Idempotent. */
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        closeSockets();
+        closeQuietly(selector);
+    }
+
+    void log(String message) {
+        if (settings.verbose()) System.err.println("[ring] " + settings.who() + " (mesh): " + message);
+    }
+
+    static void closeQuietly(Closeable c) {
+        if (c == null) return;
+        try {
+            c.close();
+        } catch (IOException ignored) {
+            // closing is best effort
+        }
+    }
+
+    private static void configure(SocketChannel ch) throws IOException {
+        ch.configureBlocking(false);
+        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+    }
+
+    private static byte[] nonce() {
+        byte[] b = new byte[NONCE];
+        RANDOM.nextBytes(b);
+        return b;
+    }
+
+    /** The handshake's proofs are bound to this group and to both ranks (spec §10.2). */
+    private byte[] binding(int connectorRank, int acceptorRank, byte[] nonceC) {
+        try {
+            MessageDigest d = MessageDigest.getInstance("SHA-256");
+            d.update(meshId);
+            d.update(ByteBuffer.allocate(8).putInt(connectorRank).putInt(acceptorRank).array());
+            d.update(nonceC);
+            return d.digest();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private void established(SocketChannel ch, int peer, boolean initiated, SelectionKey key) {
+        key.interestOps(0);
+        PeerConnection c = new PeerConnection(ch, peer, members.get(peer).text(), initiated, key);
+        key.attach(c);
+        connections[peer] = c;
+        log((initiated ? "connected to" : "accepted") + " " + c.describe());
+    }
+
+    // ------------------------------------------------------------------ accepting
+
+    /** The listener's attachment: accepts every waiting connection and starts its handshake. */
+    private final class Accepting {
+        void acceptAll() throws IOException {
+            while (true) {
+                SocketChannel ch = listener.accept();
+                if (ch == null) return;
+                try {
+                    configure(ch);
+                } catch (IOException e) {
+                    closeQuietly(ch);
+                    continue;
+                }
+                synchronized (pending) {
+                    if (pending.size() >= MAX_PENDING_HANDSHAKES) closeQuietly(pending.removeFirst().channel);
+                    Handshake h = new Handshake(ch, -1);
+                    pending.add(h);
+                    h.key = ch.register(selector, SelectionKey.OP_READ, h);
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ connecting
+
+    /** This rank's connection attempts to a higher rank. */
+    private final class Outgoing {
+        final int peer;
+        SocketChannel channel;
+        int attempts;
+        int refused;
+        long retryAt = System.nanoTime();
+        String lastError;
+
+        Outgoing(int peer) { this.peer = peer; }
+
+        void start(String opName) {
+            attempts++;
+            try {
+                SocketChannel ch = SocketChannel.open(StandardProtocolFamily.INET);
+                channel = ch;
+                configure(ch);
+                if (ch.connect(members.get(peer).address())) {
+                    connected(opName);
+                } else {
+                    ch.register(selector, SelectionKey.OP_CONNECT, this);
+                }
+            } catch (IOException e) {
+                failed(e, opName);
+            }
+        }
+
+        void finishConnect(String opName) {
+            try {
+                if (channel.finishConnect()) connected(opName);
+            } catch (IOException e) {
+                failed(e, opName);
+            }
+        }
+
+        private void connected(String opName) throws IOException {
+            Handshake h = new Handshake(channel, peer);
+            SelectionKey key = channel.keyFor(selector);
+            if (key == null) {
+                key = channel.register(selector, 0, h);
+            } else {
+                key.attach(h);
+            }
+            h.key = key;
+            h.opName = opName;
+            h.advance();
+        }
+
+        private void failed(IOException e, String opName) {
+            lastError = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+            closeQuietly(channel);
+            channel = null;
+            if (lastError.contains("refused") && ++refused >= REFUSED_ATTEMPTS) {
+                throw new PeerLostException("rank " + rank + ": " + opName + " cannot connect to rank " + peer + " at "
+                        + members.get(peer).text() + ": " + lastError + " (" + attempts + " attempts). Rank " + peer
+                        + " no longer listens for mesh connections: it exited, crashed, or closed the group; check its output. "
+                        + "The group is closed.", e);
+            }
+            long backoff = Math.min(MAX_RETRY_MILLIS, FIRST_RETRY_MILLIS << Math.min(attempts - 1, 10));
+            retryAt = System.nanoTime() + backoff * 1_000_000;
+            log("connect to rank " + peer + " at " + members.get(peer).text() + " failed (" + lastError + "), attempt " + attempts);
+        }
+
+        /** The handshake failed: the process at the address is not this group's member {@code peer}. */
+        void rejected(String why, String opName) {
+            closeQuietly(channel);
+            channel = null;
+            throw new ConnectFailedException("rank " + rank + ": " + opName + ": the process at " + members.get(peer).text()
+                    + " (rank " + peer + "'s mesh address) " + why + "; do all ranks of the job have the same JDIST_JOB_TOKEN "
+                    + "(the launcher sets it per job), and is that really rank " + peer + " of this group?");
+        }
+    }
+
+    // ------------------------------------------------------------------ the handshake (spec §10.2)
+
+    /**
+     * The mesh handshake, either side, non-blocking:
+     * <pre>
+     *   connector → acceptor  "JDISTMS1" ‖ meshId[0,8) ‖ connector rank (i32) ‖ acceptor rank (i32) ‖ nonceC (32)
+     *   acceptor  → connector nonceA (32) ‖ acceptorMac(CHANNEL, B, nonceA) (32)      B = SHA-256(meshId ‖ ranks ‖ nonceC)
+     *   connector → acceptor  connectorMac(CHANNEL, nonceA, B) (32)
+     *   acceptor  → connector 0x01
+     * </pre>
+     */
+    private final class Handshake {
+        final SocketChannel channel;
+        /** The rank connected to (connector side), or -1 on the acceptor side until the hello names it. */
+        int peer;
+        final boolean connector;
+        SelectionKey key;
+        String opName = "a collective";
+        ByteBuffer out = ByteBuffer.allocate(0);
+        ByteBuffer in;
+        int stage;
+        final byte[] myNonce = nonce();
+        byte[] bind;
+        boolean finished;
+
+        Handshake(SocketChannel channel, int peer) {
+            this.channel = channel;
+            this.peer = peer;
+            this.connector = peer >= 0;
+            if (connector) {
+                out = ByteBuffer.allocate(HELLO).put(MAGIC).put(meshId, 0, 8).putInt(rank).putInt(peer).put(myNonce).flip();
+                in = ByteBuffer.allocate(CHALLENGE_REPLY);
+                bind = binding(rank, peer, myNonce);
+            } else {
+                in = ByteBuffer.allocate(HELLO);
+            }
+        }
+
+        void advance() {
+            try {
+                while (!finished) {
+                    boolean moved = false;
+                    if (out.hasRemaining()) moved |= channel.write(out) > 0;
+                    if (in != null && in.hasRemaining()) {
+                        int got = channel.read(in);
+                        if (got < 0) {
+                            fail("closed the connection during the mesh handshake");
+                            return;
+                        }
+                        moved |= got > 0;
+                    }
+                    if ((in == null || !in.hasRemaining()) && !step()) return;
+                    if (finished || !moved) break;
+                }
+                if (!finished && key.isValid()) {
+                    key.interestOps((in != null && in.hasRemaining() ? SelectionKey.OP_READ : 0)
+                            | (out.hasRemaining() ? SelectionKey.OP_WRITE : 0));
+                }
+            } catch (IOException e) {
+                fail("failed during the mesh handshake: " + e.getMessage());
+            }
+        }
+
+        /** {@code in} is full (or only the last write is left); false when the handshake ended either way. */
+        private boolean step() {
+            if (in == null) {
+                if (!out.hasRemaining()) finish();
+                return !finished;
+            }
+            byte[] got = new byte[in.capacity()];
+            in.flip().get(got);
+            if (!connector) {
+                if (stage == 0) {
+                    ByteBuffer b = ByteBuffer.wrap(got);
+                    byte[] magic = new byte[8];
+                    byte[] tag = new byte[8];
+                    b.get(magic).get(tag);
+                    int from = b.getInt();
+                    int to = b.getInt();
+                    byte[] nonceC = new byte[NONCE];
+                    b.get(nonceC);
+                    if (!Arrays.equals(magic, MAGIC)) return fail("did not start the jdist mesh handshake");
+                    if (!Arrays.equals(tag, Arrays.copyOf(meshId, 8))) return fail("belongs to another group or job");
+                    if (to != rank || from < 0 || from >= rank) return fail("claims to be rank " + from + " connecting to rank " + to);
+                    if (connections[from] != null) return fail("claims rank " + from + ", which is already connected");
+                    peer = from;
+                    bind = binding(from, rank, nonceC);
+                    out = ByteBuffer.allocate(CHALLENGE_REPLY).put(myNonce).put(auth.acceptorMac(CHANNEL, bind, myNonce)).flip();
+                    in = ByteBuffer.allocate(MAC);
+                    stage = 1;
+                } else {
+                    if (!MessageDigest.isEqual(got, auth.connectorMac(CHANNEL, myNonce, bind))) return fail("proved a different job token");
+                    out = ByteBuffer.allocate(1).put((byte) 1).flip();
+                    in = null;
+                    stage = 2;
+                    if (!out.hasRemaining()) finish();
+                }
+            } else {
+                if (stage == 0) {
+                    byte[] nonceA = Arrays.copyOf(got, NONCE);
+                    byte[] mac = Arrays.copyOfRange(got, NONCE, CHALLENGE_REPLY);
+                    if (!MessageDigest.isEqual(mac, auth.acceptorMac(CHANNEL, bind, nonceA))) {
+                        return fail("failed the mesh handshake (it does not know this job's token, or is not this group's member)");
+                    }
+                    out = ByteBuffer.allocate(MAC).put(auth.connectorMac(CHANNEL, nonceA, bind)).flip();
+                    in = ByteBuffer.allocate(1);
+                    stage = 1;
+                } else {
+                    if (got[0] != 1) return fail("rejected this rank's mesh handshake");
+                    finish();
+                }
+            }
+            return !finished;
+        }
+
+        private void finish() {
+            finished = true;
+            if (connector) {
+                outgoing[peer].channel = null;
+                outgoing[peer] = null;
+            } else {
+                synchronized (pending) {
+                    pending.remove(this);
+                }
+            }
+            if (connections[peer] != null) {   // two handshakes for one pair: keep the first
+                closeQuietly(channel);
+                return;
+            }
+            established(channel, peer, connector, key);
+        }
+
+        private boolean fail(String why) {
+            finished = true;
+            String from;
+            try {
+                from = String.valueOf(channel.getRemoteAddress());
+            } catch (IOException | RuntimeException e) {
+                from = "?";
+            }
+            if (key != null) key.cancel();
+            closeQuietly(channel);
+            if (connector) {
+                outgoing[peer].rejected(why.startsWith("closed") ? "closed the connection during the mesh handshake (it rejected "
+                        + "this rank's proof)" : why, opName);
+            } else {
+                synchronized (pending) {
+                    pending.remove(this);
+                }
+                if (dropped.size() < 8) dropped.add(from + " (" + why + ")");
+                log("dropped a connection from " + from + ": " + why);
+            }
+            return false;
+        }
+    }
+}

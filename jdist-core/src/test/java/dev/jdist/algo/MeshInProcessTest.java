@@ -1,0 +1,154 @@
+package dev.jdist.algo;
+
+import dev.jdist.Array;
+import dev.jdist.DType;
+import dev.jdist.ReduceOp;
+import dev.jdist.mesh.PeerMesh;
+import dev.jdist.ring.RingGroup;
+import dev.jdist.ring.RingTestSupport;
+import dev.jdist.spi.GroupImpl;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The mesh algorithms over real sockets (spec collectives.md §10): rings of n ranks in one JVM (a thread per rank) over
+ * loopback, told that every member is jdist, run every op with each algorithm forced and with the default choice; every
+ * rank checks its result against §10.4's value byte for byte, so every rank has the same bytes.
+ */
+@Timeout(300)
+class MeshInProcessTest {
+
+    @TempDir
+    Path dir;
+
+    /** Runs {@code body} on every rank of an in-process n-rank ring whose members are declared jdist with {@code env}. */
+    private List<String> onJdistRing(int n, Map<String, String> env, java.util.function.Function<RingGroup, String> body)
+            throws Exception {
+        Path hf = RingTestSupport.hostfile(dir, n, 1);
+        return RingTestSupport.onEveryRank(hf, n, Map.of(), g -> {
+            RingGroup rg = (RingGroup) g;
+            rg.membersAreJdist(null, env);
+            return body.apply(rg);
+        });
+    }
+
+    @ParameterizedTest(name = "{0} ranks, JDIST_ALGO={1}")
+    @CsvSource({"2,rd", "3,rd", "3,rhd", "4,rhd", "5,rd", "5,rhd", "6,bruck", "7,rh", "8,rd", "8,rhd", "3,auto", "5,auto",
+            "8,auto", "16,rd", "13,rhd"})
+    void everyOpEveryDtypeGivesTheDocumentedBytesOnEveryRank(int n, String algo) throws Exception {
+        long seed = 7L * n + algo.hashCode();
+        List<String> failures = onJdistRing(n, Map.of("JDIST_ALGO", algo), g -> MeshChecks.checkAll(g, seed, n <= 8)
+                + (algo.equals("auto") ? MeshChecks.checkCrossovers(g, seed) : ""));
+        assertThat(String.join("", failures)).isEmpty();
+    }
+
+    @Test
+    void aGroupWithoutTheJdistGuaranteeOpensNoMeshAndRunsTheRing() throws Exception {
+        // no membersAreJdist: MLX peers may be present, so whatever JDIST_ALGO says, nothing but the ring
+        Path hf = RingTestSupport.hostfile(dir, 4, 1);
+        List<String> out = RingTestSupport.onEveryRank(hf, 4, Map.of("JDIST_ALGO", "rd"), g -> {
+            RingGroup rg = (RingGroup) g;
+            Array x = Array.of(1f, 2f, 3f);
+            Array sum = Array.zeros(DType.FLOAT32, 3);
+            rg.allReduce(x, sum, ReduceOp.SUM);
+            return rg.peerMesh().isPresent() + " " + rg.algorithmFor(CollectiveKind.ALL_REDUCE, 4) + " " + sum.getDouble(2);
+        });
+        assertThat(out).containsOnly("false ring 12.0");
+    }
+
+    @Test
+    void meshConnectionsAreMadeOnDemandForThePeersAnAlgorithmNeeds() throws Exception {
+        Map<String, String> env = new HashMap<>(Map.of("JDIST_ALGO", "rd", "JDIST_JOB_TOKEN", "s3cret"));
+        List<String> out = onJdistRing(8, env, g -> {
+            PeerMesh mesh = g.peerMesh().orElseThrow();
+            int r = g.rank();
+            String before = connected(mesh);
+            Array x = Array.of((float) r);
+            Array y = Array.zeros(DType.FLOAT32, 1);
+            g.allReduce(x, y, ReduceOp.SUM);            // recursive doubling over 8: partners r^1, r^2, r^4
+            boolean rdPartners = mesh.connection(r ^ 1) != null && mesh.connection(r ^ 2) != null && mesh.connection(r ^ 4) != null;
+            g.useAlgorithmPolicy(AlgorithmPolicy.defaults().forcing(CollectiveKind.ALL_GATHER, Algorithm.BRUCK));
+            Array all = Array.zeros(DType.FLOAT32, 8);
+            g.allGather(x, all);                        // Bruck adds r-1 or r+1, and r±2 (r±4 is r^4)
+            // (a member already in the next operation may connect early: counts between operations are not asserted)
+            return before + " " + rdPartners + " " + connected(mesh).equals(expectedAfterBruck(r)) + " " + y.getDouble(0)
+                    + " " + all.getDouble(7);
+        });
+        assertThat(out).containsOnly("[] true true 28.0 7.0");
+    }
+
+    private static String connected(PeerMesh mesh) {
+        List<Integer> peers = new java.util.ArrayList<>();
+        for (int q = 0; q < mesh.size(); q++) if (mesh.connection(q) != null) peers.add(q);
+        return peers.toString();
+    }
+
+    private static String expectedAfterBruck(int r) {
+        java.util.TreeSet<Integer> s = new java.util.TreeSet<>(List.of(r ^ 1, r ^ 2, r ^ 4));
+        for (int d : new int[] {1, 2, 4}) {
+            s.add(Math.floorMod(r - d, 8));
+            s.add((r + d) % 8);
+        }
+        return s.toString();
+    }
+
+    @Test
+    void onASharedMemoryRingTheRingIsChosenAndAForcedAlgorithmUsesTheTcpMesh() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(java.nio.file.Files.isReadable(Path.of("/proc/sys/kernel/random/boot_id")),
+                "JDIST_TRANSPORT=shm needs Linux's boot id");
+        Path hf = RingTestSupport.hostfile(dir, 4, 1);
+        List<String> out = RingTestSupport.onEveryRank(hf, 4, Map.of("JDIST_TRANSPORT", "shm"), g -> {
+            RingGroup rg = (RingGroup) g;
+            rg.membersAreJdist(null, Map.of());
+            Array y = Array.zeros(DType.FLOAT32, 2);
+            rg.allReduce(Array.of(1f, (float) g.rank()), y, ReduceOp.SUM);
+            String auto = rg.transportName() + " " + rg.algorithmFor(CollectiveKind.ALL_REDUCE, 8) + " " + y.getDouble(1);
+            rg.useAlgorithmPolicy(AlgorithmPolicy.defaults().forcing(CollectiveKind.ALL_REDUCE, Algorithm.RD));
+            rg.allReduce(Array.of(1f, (float) g.rank()), y, ReduceOp.SUM);
+            return auto + " | " + rg.algorithmFor(CollectiveKind.ALL_REDUCE, 8) + " " + y.getDouble(1) + " "
+                    + rg.peerMesh().orElseThrow().openConnections();
+        });
+        assertThat(out).containsOnly("shm ring 6.0 | rd 6.0 2");
+    }
+
+    @Test
+    void differentAlgorithmSettingsFailEveryRankNamingThem() throws Exception {
+        Path hf = RingTestSupport.hostfile(dir, 3, 1);
+        List<String> out = RingTestSupport.onEveryRank(hf, 3, Map.of(), g -> {
+            try {
+                ((RingGroup) g).membersAreJdist(null, g.rank() == 2 ? Map.of("JDIST_ALGO", "rd") : Map.of());
+                return "formed";
+            } catch (RuntimeException e) {
+                return e.getClass().getSimpleName() + ": " + e.getMessage();
+            }
+        });
+        assertThat(out).allSatisfy(m -> assertThat(m).startsWith("ConfigException")
+                .contains("JDIST_ALGO and JDIST_ALGO_RULES").contains("ranks [0, 1]").contains("ranks [2]"));
+    }
+
+    @Test
+    void aSplitOfAJdistGroupHasItsOwnMesh() throws Exception {
+        List<String> out = onJdistRing(6, Map.of("JDIST_ALGO", "rd"), g -> {
+            GroupImpl sub = g.split(g.rank() % 2, g.rank());
+            try {
+                Array y = Array.zeros(DType.FLOAT32, 1);
+                sub.allReduce(Array.of((float) g.rank()), y, ReduceOp.SUM);
+                return ((RingGroup) sub).peerMesh().isPresent() + " " + y.getDouble(0);
+            } finally {
+                sub.close();
+            }
+        });
+        assertThat(out).containsExactly("true 6.0", "true 9.0", "true 6.0", "true 9.0", "true 6.0", "true 9.0");
+    }
+
+}

@@ -1,0 +1,58 @@
+package dev.jdist.liveness;
+
+import dev.jdist.DType;
+import dev.jdist.OperationFingerprint;
+import dev.jdist.PeerUnresponsiveException;
+import dev.jdist.WatchedGroups;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class HeartbeatWireTest {
+    private final HeartbeatWire wire = new HeartbeatWire(HeartbeatWire.key("token", WatchedGroups.loopbackTable(2)));
+
+    @Test
+    void aBeatComesBackWithEveryField() {
+        OperationFingerprint running = OperationFingerprint.of(9, 8, "all_sum", DType.FLOAT32, new int[] {1024}, -1);
+        OperationFingerprint last = OperationFingerprint.of(8, 7, "all_gather", DType.INT32, new int[] {12}, -1);
+        Reason reason = Reason.silent(1, 3, PeerUnresponsiveException.State.STOPPED, 8123);
+        byte[] b = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.BEAT, 1, 42L, 7L, 1500, running, last, java.util.List.of(running, last), reason));
+        assertThat(b.length).isLessThan(HeartbeatWire.MAX_DATAGRAM);
+        HeartbeatWire.Beat back = wire.decode(b, b.length);
+        assertThat(back.rank()).isEqualTo(1);
+        assertThat(back.incarnation()).isEqualTo(42L);
+        assertThat(back.sequence()).isEqualTo(7L);
+        assertThat(back.sinceMs()).isEqualTo(1500);
+        assertThat(back.running().describe()).isEqualTo(running.describe());
+        assertThat(back.last().describe()).isEqualTo(last.describe());
+        assertThat(back.reason()).isEqualTo(reason);
+        assertThat(back.recent()).extracting(OperationFingerprint::describe).containsExactly(running.describe(), last.describe());
+    }
+
+    @Test
+    void aFullBeatWithALongReasonFitsOneDatagram() {
+        Reason r = new Reason(Reason.Kind.FAILED, 0, -1, null, 0, "DeadlineExceededException", "é".repeat(5000));
+        OperationFingerprint f = OperationFingerprint.of(1, 1, "all_sum", DType.FLOAT32, new int[] {1, 2, 3, 4, 5}, -1);
+        java.util.List<OperationFingerprint> eight = java.util.Collections.nCopies(8, f);
+        byte[] b = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.BEAT, 0, 1, 1, 0, f, f, eight, r));
+        assertThat(b.length).isLessThan(HeartbeatWire.MAX_DATAGRAM);
+        assertThat(wire.decode(b, b.length).reason().text()).hasSizeLessThanOrEqualTo(Reason.MAX_TEXT);
+    }
+
+    @Test
+    void datagramsOfAnotherKeyOrAlteredOnTheWayAreIgnored() {
+        byte[] b = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.LEAVE, 0, 1, 1, 0, null, null, null, null));
+        HeartbeatWire other = new HeartbeatWire(HeartbeatWire.key("another token", WatchedGroups.loopbackTable(2)));
+        assertThat(other.decode(b, b.length)).isNull();
+        assertThat(wire.decode(b, b.length).type()).isEqualTo(HeartbeatWire.LEAVE);
+        b[9] ^= 1;
+        assertThat(wire.decode(b, b.length)).isNull();
+        assertThat(wire.decode(new byte[5], 5)).isNull();
+    }
+
+    @Test
+    void withoutATokenTheKeyComesFromTheTable() {
+        assertThat(HeartbeatWire.key(null, WatchedGroups.loopbackTable(2))).isEqualTo(HeartbeatWire.key("", WatchedGroups.loopbackTable(2)))
+                .isNotEqualTo(HeartbeatWire.key(null, WatchedGroups.loopbackTable(3)));
+    }
+}

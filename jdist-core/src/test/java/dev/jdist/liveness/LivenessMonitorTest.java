@@ -1,0 +1,187 @@
+package dev.jdist.liveness;
+
+import dev.jdist.CollectiveMismatchException;
+import dev.jdist.ConfigException;
+import dev.jdist.DType;
+import dev.jdist.DistributedException;
+import dev.jdist.OperationFingerprint;
+import dev.jdist.PeerLostException;
+import dev.jdist.PeerUnresponsiveException;
+import dev.jdist.WatchedGroups;
+import dev.jdist.spi.JobTable;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The watch of several ranks in one JVM, over loopback UDP: no failure while all beat, a silent rank declared on every
+ * other within the bound, a goodbye that is no failure, a broken group's reason reaching the others, calls that differ,
+ * the report of a long wait, and settings that disagree.
+ */
+@Timeout(60)
+class LivenessMonitorTest {
+    private final List<LivenessMonitor> monitors = new ArrayList<>();
+
+    static final class Activity implements LocalActivity {
+        volatile OperationFingerprint running;
+        volatile OperationFingerprint last;
+        volatile long changed = System.nanoTime();
+
+        @Override public OperationFingerprint running() { return running; }
+        @Override public OperationFingerprint lastCompleted() { return last; }
+        @Override public long changedAtNanos() { return changed; }
+        @Override public List<OperationFingerprint> recentCollectives() { return List.of(); }
+    }
+
+    /** n watches started together; {@code env} for all. */
+    List<LivenessMonitor> start(int n, Map<String, String> env, List<Activity> activities, Duration waitReport) {
+        JobTable table = WatchedGroups.loopbackTable(n);
+        List<LivenessMonitor> ms = new ArrayList<>();
+        byte[] all = new byte[n * LivenessMonitor.RECORD_BYTES];
+        for (int q = 0; q < n; q++) {
+            Activity a = new Activity();
+            activities.add(a);
+            LivenessMonitor m = LivenessMonitor.open(q, table, LivenessSettings.fromEnvironment(env), a, "t", waitReport);
+            System.arraycopy(m.record(), 0, all, q * LivenessMonitor.RECORD_BYTES, LivenessMonitor.RECORD_BYTES);
+            ms.add(m);
+            monitors.add(m);
+        }
+        for (LivenessMonitor m : ms) m.start(all);
+        return ms;
+    }
+
+    @AfterEach
+    void closeAll() {
+        for (LivenessMonitor m : monitors) m.close();
+    }
+
+    static DistributedException awaitFailure(LivenessMonitor m, long maxMillis) throws InterruptedException {
+        long end = System.nanoTime() + maxMillis * 1_000_000;
+        while (System.nanoTime() < end) {
+            DistributedException f = m.failure();
+            if (f != null) return f;
+            Thread.sleep(20);
+        }
+        return null;
+    }
+
+    @Test
+    void ranksThatBeatAreNeverDeclaredLost() throws Exception {
+        List<LivenessMonitor> ms = start(3, Map.of("JDIST_HEARTBEAT", "1s"), new ArrayList<>(), LivenessMonitor.WAIT_REPORT);
+        Thread.sleep(3000);
+        for (LivenessMonitor m : ms) assertThat(m.failure()).isNull();
+        assertThat(ms.get(0).progressDeadline()).isEqualTo(Duration.ofMinutes(30));
+    }
+
+    @Test
+    void aSilentRankIsDeclaredOnEveryOtherWithinTheBoundAndListenersRun() throws Exception {
+        List<LivenessMonitor> ms = start(4, Map.of("JDIST_HEARTBEAT", "1s"), new ArrayList<>(), LivenessMonitor.WAIT_REPORT);
+        List<DistributedException> heard = new CopyOnWriteArrayList<>();
+        ms.get(0).onFailure(heard::add);
+        long t0 = System.nanoTime();
+        ms.get(2).stopWithoutGoodbye();
+        for (int q : new int[] {0, 1, 3}) {
+            DistributedException f = awaitFailure(ms.get(q), 5000);
+            assertThat(f).as("rank %d", q).isInstanceOf(PeerUnresponsiveException.class);
+            PeerUnresponsiveException p = (PeerUnresponsiveException) f;
+            assertThat(p.peer()).hasValue(2);
+            assertThat(p.host()).hasValueSatisfying(h -> assertThat(h).contains("testhost").contains("127.0.0.1"));
+            // the test's ranks are threads of this JVM: /proc says the "peer" is running
+            assertThat(p.state()).isEqualTo(PeerUnresponsiveException.State.RUNNING);
+            assertThat(p.getMessage()).contains("rank 2").contains("no heartbeat for").contains("JDIST_HEARTBEAT=1 s");
+        }
+        long ms0 = (System.nanoTime() - t0) / 1_000_000;
+        assertThat(ms0).as("declared within a few bounds (a loaded machine may delay it)").isLessThan(5000);
+        assertThat(heard).hasSize(1);
+        ms.get(0).onFailure(heard::add);   // registered after the failure: runs at once
+        assertThat(heard).hasSize(2);
+    }
+
+    @Test
+    void aRankThatSaysGoodbyeIsNoFailure() throws Exception {
+        List<LivenessMonitor> ms = start(3, Map.of("JDIST_HEARTBEAT", "1s"), new ArrayList<>(), LivenessMonitor.WAIT_REPORT);
+        ms.get(1).close();
+        Thread.sleep(2500);
+        assertThat(ms.get(0).failure()).isNull();
+        assertThat(ms.get(0).hasLeft(1)).isTrue();
+        assertThat(ms.get(2).hasLeft(1)).isTrue();
+        assertThat(ms.get(2).hasLeft(0)).isFalse();
+    }
+
+    @Test
+    void aRanksOwnFailureReachesTheOthersAndNamesTheLostPeer() throws Exception {
+        List<LivenessMonitor> ms = start(3, Map.of("JDIST_HEARTBEAT", "2s"), new ArrayList<>(), LivenessMonitor.WAIT_REPORT);
+        ms.get(2).stopWithoutGoodbye();
+        DistributedException local = new PeerLostException("rank 1: all_sum lost the connection to rank 2", null, 1, 2, "all_sum");
+        DistributedException explained = ms.get(1).explain(local);
+        assertThat(explained).isInstanceOf(PeerLostException.class);
+        assertThat(((PeerLostException) explained).peer()).hasValue(2);
+        assertThat(explained.getMessage()).contains("rank 2").contains("lost its connection to it");
+        // rank 0 never saw a failure itself, but ends its groups at once on rank 1's word, naming rank 2
+        DistributedException f = awaitFailure(ms.get(0), 1500);
+        assertThat(f).isInstanceOf(PeerLostException.class);
+        assertThat(((PeerLostException) f).peer()).hasValue(2);
+        assertThat(f.getMessage()).contains("rank 1 lost its connection to it");
+    }
+
+    @Test
+    void callsThatDifferAtOneCollectiveNumberFailEveryRank() throws Exception {
+        List<Activity> acts = new ArrayList<>();
+        List<LivenessMonitor> ms = start(3, Map.of("JDIST_HEARTBEAT", "1s"), acts, LivenessMonitor.WAIT_REPORT);
+        acts.get(0).running = OperationFingerprint.of(5, 5, "all_gather", DType.INT32, new int[] {12}, -1);
+        acts.get(1).running = OperationFingerprint.of(5, 5, "all_gather", DType.INT32, new int[] {12}, -1);
+        acts.get(2).running = OperationFingerprint.of(5, 5, "all_sum", DType.FLOAT32, new int[] {1024}, -1);
+        for (LivenessMonitor m : ms) {
+            DistributedException f = awaitFailure(m, 4000);
+            assertThat(f).isInstanceOf(CollectiveMismatchException.class);
+            assertThat(f.getMessage()).contains("rank 2 is in all_sum float32[1024] #5").contains("ranks 0, 1 are in all_gather int32[12] #5");
+        }
+    }
+
+    @Test
+    void aLongWaitIsReportedOnceNamingTheRanksNotInIt() throws Exception {
+        PrintStream err = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(captured, true));
+        try {
+            List<Activity> acts = new ArrayList<>();
+            start(2, Map.of("JDIST_HEARTBEAT", "1s"), acts, Duration.ofMillis(1500));
+            acts.get(1).last = OperationFingerprint.of(3, 3, "all_max", DType.INT8, new int[] {2}, -1);
+            acts.get(1).changed = System.nanoTime();
+            acts.get(0).running = OperationFingerprint.of(4, 4, "all_sum", DType.FLOAT32, new int[] {8}, -1);
+            acts.get(0).changed = System.nanoTime();
+            Thread.sleep(4000);
+        } finally {
+            System.setErr(err);
+        }
+        String out = captured.toString();
+        assertThat(out).containsOnlyOnce("jdist rank 0: all_sum float32[8] #4 has waited");
+        assertThat(out).contains("rank 1 testhost").contains("idle since all_max int8[2] #3");
+    }
+
+    @Test
+    void ranksThatDisagreeOnTheHeartbeatFailAlike() {
+        JobTable table = WatchedGroups.loopbackTable(2);
+        LivenessMonitor a = LivenessMonitor.open(0, table, LivenessSettings.fromEnvironment(Map.of("JDIST_HEARTBEAT", "3s")), new Activity(), null);
+        LivenessMonitor b = LivenessMonitor.open(1, table, LivenessSettings.fromEnvironment(Map.of()), new Activity(), null);
+        monitors.add(a);
+        monitors.add(b);
+        byte[] all = new byte[2 * LivenessMonitor.RECORD_BYTES];
+        System.arraycopy(a.record(), 0, all, 0, LivenessMonitor.RECORD_BYTES);
+        System.arraycopy(b.record(), 0, all, LivenessMonitor.RECORD_BYTES, LivenessMonitor.RECORD_BYTES);
+        assertThatThrownBy(() -> a.start(all)).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("JDIST_HEARTBEAT").hasMessageContaining("rank 0: 3 s").hasMessageContaining("rank 1: 10 s");
+        assertThatThrownBy(() -> b.start(all)).isInstanceOf(ConfigException.class).hasMessageContaining("JDIST_HEARTBEAT");
+    }
+}

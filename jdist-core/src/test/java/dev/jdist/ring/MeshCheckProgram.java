@@ -1,0 +1,65 @@
+package dev.jdist.ring;
+
+import dev.jdist.Array;
+import dev.jdist.Distributed;
+import dev.jdist.Group;
+import dev.jdist.algo.AlgorithmPolicy;
+import dev.jdist.algo.CollectiveKind;
+import dev.jdist.algo.MeshChecks;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One rank of a multi-process check of the size-aware algorithms (spec collectives.md §10), started by
+ * {@link MeshMultiProcessIT} with MLX_RANK and MLX_HOSTFILE. With {@code jdist} (the job has a JDIST_JOB_TOKEN): the
+ * group must have formed its peer mesh; every op and dtype runs under several algorithm choices (the same sequence on
+ * every rank) and each rank checks its bytes against §10.4's value and against every other rank's. With {@code mlx} (no
+ * token): there must be no mesh, and the ring runs. Prints "rank r of n: OK ..." and exits 0, or prints what is wrong
+ * and exits 1.
+ */
+public final class MeshCheckProgram {
+    private MeshCheckProgram() {}
+
+    public static void main(String[] args) {
+        boolean jdist = args.length > 0 && args[0].equals("jdist");
+        Group world = Distributed.init(true, "ring");
+        RingGroup g = (RingGroup) world.impl();
+        StringBuilder bad = new StringBuilder();
+        String detail;
+        try {
+            if (!jdist) {
+                if (g.peerMesh().isPresent()) bad.append("a group without a job token formed a mesh\n");
+                Array sum = world.allSum(Array.of(1f, 2f, 3f));
+                if (sum.getDouble(2) != 3.0 * world.size()) bad.append("all_sum gave ").append(sum.getDouble(2)).append('\n');
+                detail = "no mesh, " + g.algorithmFor(CollectiveKind.ALL_REDUCE, 4);
+            } else {
+                if (g.peerMesh().isEmpty()) bad.append("a job-token group formed no mesh\n");
+                if (world.jobTable().isEmpty()) bad.append("no job table\n");
+                boolean allDtypes = world.size() <= 5;
+                for (String algo : List.of("auto", "rd", "rhd", "all_gather=bruck,sum_scatter=rh")) {
+                    g.useAlgorithmPolicy(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", algo)));
+                    String got = MeshChecks.checkAll(g, 1000L * world.size() + algo.hashCode(), allDtypes);
+                    if (algo.equals("auto")) got += MeshChecks.checkCrossovers(g, 7);
+                    if (!got.isEmpty()) bad.append("JDIST_ALGO=").append(algo).append(":\n").append(got);
+                }
+                detail = "mesh, " + g.peerMesh().map(m -> m.openConnections() + " connection(s)").orElse("none");
+            }
+        } catch (RuntimeException e) {
+            e.printStackTrace();
+            bad.append("exception: ").append(e).append('\n');
+            detail = "";
+        }
+        if (!bad.isEmpty()) {
+            System.out.println("rank " + world.rank() + ": FAILED");
+            bad.toString().lines().limit(40).forEach(l -> System.out.println("  " + l));
+            System.out.flush();
+            System.exit(1);
+        }
+        System.out.println("rank " + world.rank() + " of " + world.size() + ": OK (" + detail + ")");
+        System.out.flush();
+        Distributed.reset();
+        System.exit(0);
+    }
+
+}
