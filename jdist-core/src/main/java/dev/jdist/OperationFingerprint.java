@@ -65,6 +65,7 @@ public final class OperationFingerprint {
 
     /** The digest of the collectives up to one of {@code kind, dtype, elements}, after {@code previous} (FNV-1a style). */
     private static int chain(int previous, OperationTrace.Kind kind, DType dtype, long elements) {
+        if (!kind.sameShapeOnEveryRank()) elements = 0;   // all_to_all_v: each rank's count is its own
         int h = previous ^ 0x811C9DC5;
         h = (h ^ kind.ordinal()) * 0x01000193;
         h = (h ^ (dtype == null ? 0xFF : dtype.ordinal())) * 0x01000193;

@@ -8,7 +8,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 
 /**
- * The values of the operations MLX lacks (spec docs/reference/collectives.md §11), checked on one rank of any group:
+ * The values of the operations MLX lacks (spec docs/reference/collectives.md §13), checked on one rank of any group:
  * every dtype, sizes 0, 1, odd and large (several parts), roots other than 0, all_to_all of equal and of any block
  * sizes (zero-row blocks included), batches whose order would deadlock blocking calls. Every rank of the group runs
  * {@link #run} at the same time; the results are compared byte for byte with what the contract says. Used by the
@@ -55,6 +55,11 @@ public final class CollectiveChecks {
     /** A {@link Group} over {@code impl} whose members are known to be jdist (as with a job token): for in-process tests. */
     public static Group jdistGroup(GroupImpl impl) {
         return new Group(impl, OperationTrace.WORLD, JdistOperationsTest.table(impl.size()), null);
+    }
+
+    /** A {@link Group} over {@code impl} whose members are not known to be jdist (MLX peers possible): for in-process tests. */
+    public static Group groupWithMlxPeersPossible(GroupImpl impl) {
+        return new Group(impl, OperationTrace.WORLD);
     }
 
     // ------------------------------------------------------------------ values
