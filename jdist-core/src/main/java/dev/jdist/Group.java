@@ -265,7 +265,7 @@ public final class Group implements AutoCloseable {
 
     /**
      * §2.5/§2.6: at call time; any size-1 group (singleton or a 1-member split) has no peer. With MLX peers possible
-     * (§11.1), send/recv keep MLX's rules (the ring: neighbours only).
+     * (§13.1), send/recv keep MLX's rules (the ring: neighbours only).
      */
     private void checkPeer(String what, int peer) {
         checkPeerRank(what, peer);
@@ -289,10 +289,10 @@ public final class Group implements AutoCloseable {
         }
     }
 
-    // ------------------------------------------------------------------ the operations MLX lacks (spec §11)
+    // ------------------------------------------------------------------ the operations MLX lacks (spec §13)
 
     /**
-     * Rank {@code root}'s {@code x} on every rank (§11.2): the root gets {@code x} itself back, every other rank a new
+     * Rank {@code root}'s {@code x} on every rank (§13.2): the root gets {@code x} itself back, every other rank a new
      * array holding the root's bytes. Every rank passes an array of the root's dtype and shape; only the root's bytes
      * are read.
      */
@@ -334,7 +334,7 @@ public final class Group implements AutoCloseable {
         });
     }
 
-    /** Returns once every member of the group has called it (§11.3). */
+    /** Returns once every member of the group has called it (§13.3). */
     public void barrier() {
         if (size() == 1) return;
         checkJdistOperation("barrier");
@@ -354,7 +354,7 @@ public final class Group implements AutoCloseable {
     }
 
     /**
-     * All-to-all (§11.4): axis 0 of {@code x} is cut into {@code size()} equal blocks, block j goes to rank j; the result
+     * All-to-all (§13.4): axis 0 of {@code x} is cut into {@code size()} equal blocks, block j goes to rank j; the result
      * has {@code x}'s shape and holds, at block q, what rank q sent to this rank. Every rank passes the same shape.
      */
     public Array allToAll(Array x) {
@@ -394,7 +394,7 @@ public final class Group implements AutoCloseable {
     }
 
     /**
-     * All-to-all with blocks of any size (§11.4): the first {@code sendSplits[0]} rows (along axis 0) of {@code x} go to
+     * All-to-all with blocks of any size (§13.4): the first {@code sendSplits[0]} rows (along axis 0) of {@code x} go to
      * rank 0, the next {@code sendSplits[1]} to rank 1, and so on; {@code recvSplits[q]} rows come from rank q (what
      * rank q's {@code sendSplits} gives this rank). The result has shape {@code [sum(recvSplits), d1, ...]}, the rows
      * from rank 0 first.
@@ -466,7 +466,7 @@ public final class Group implements AutoCloseable {
     }
 
     /**
-     * Gathers every rank's {@code x} at {@code root} (§11.5): the root gets what {@link #allGather} would give (shape
+     * Gathers every rank's {@code x} at {@code root} (§13.5): the root gets what {@link #allGather} would give (shape
      * {@code [n*d0, d1, ...]}, rank q's data at block q), every other rank gets {@code x} itself back.
      */
     public Array gather(Array x, int root) {
@@ -514,7 +514,7 @@ public final class Group implements AutoCloseable {
     }
 
     /**
-     * Scatters the root's {@code x} (§11.5): axis 0 is cut into {@code size()} equal blocks and rank q gets block q, shape
+     * Scatters the root's {@code x} (§13.5): axis 0 is cut into {@code size()} equal blocks and rank q gets block q, shape
      * {@code [d0/n, d1, ...]}. Every rank passes an array of the root's dtype and shape; only the root's bytes are read
      * ({@link #scatterInto} spares the other ranks that array).
      */
@@ -568,7 +568,7 @@ public final class Group implements AutoCloseable {
     }
 
     /**
-     * Sends and receives together (§11.6): every transfer of {@code ops} starts at once and the call returns when all
+     * Sends and receives together (§13.6): every transfer of {@code ops} starts at once and the call returns when all
      * have completed, whatever their order, so ranks that send to each other in the same batch never wait for one
      * another. Transfers between two ranks match in order: the k-th send this rank makes to rank q (in batches and
      * single sends alike) is the k-th receive q makes from this rank. Returns the arrays of the receives, in order.
@@ -683,7 +683,7 @@ public final class Group implements AutoCloseable {
         if (overlap) throw new IllegalArgumentException(what + ": the output must not share memory with the input");
     }
 
-    /** §11.1: on backends whose bytes are MLX's, the operations MLX lacks need every member to be jdist. */
+    /** §13.1: on backends whose bytes are MLX's, the operations MLX lacks need every member to be jdist. */
     private void checkJdistOperation(String op) {
         if (impl.mlxWire() && !membersJdist) {
             throw new UnsupportedCollectiveException(op + " is not supported with MLX peers in the group: " + jdistMembersHint());

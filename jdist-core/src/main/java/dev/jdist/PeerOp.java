@@ -5,7 +5,7 @@ import java.util.Objects;
 /**
  * One send or receive of a batch ({@link Group#batchSendRecv}): the transfers of a batch are issued together and
  * complete together, so a pipeline stage can send to the next stage and receive from the previous one in one call,
- * in any order, without deadlock (spec docs/reference/collectives.md §11.6).
+ * in any order, without deadlock (spec docs/reference/collectives.md §13.6).
  *
  * <p>{@link #send(Array, int)} sends the bytes of an array; {@link #recv(Array, int)} receives into an array the
  * caller owns (its byte count must equal the sender's); {@link #recv(int[], DType, int)} receives into a new array,

@@ -17,8 +17,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * The operations MLX lacks at the API (spec docs/reference/collectives.md §11): what {@link Group} checks before a
- * backend sees a request, what size-1 groups do, the MLX-peer rule (§11.1), and the values on in-JVM thread groups.
+ * The operations MLX lacks at the API (spec docs/reference/collectives.md §13): what {@link Group} checks before a
+ * backend sees a request, what size-1 groups do, the MLX-peer rule (§13.1), and the values on in-JVM thread groups.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class JdistOperationsTest {
@@ -181,7 +181,7 @@ class JdistOperationsTest {
         assertThat(Distributed.batchSendRecv(List.of())).isEmpty();
     }
 
-    // ------------------------------------------------------------------ MLX peers (§11.1)
+    // ------------------------------------------------------------------ MLX peers (§13.1)
 
     @Test
     void withMlxPeersPossibleTheOperationsMlxLacksFailBeforeTheBackendIsCalled() {

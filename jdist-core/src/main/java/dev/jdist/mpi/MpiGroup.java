@@ -396,7 +396,7 @@ final class MpiGroup implements GroupImpl {
         }
     }
 
-    // ---------------------------------------------------------------- the operations MLX lacks (spec collectives.md §11.8)
+    // ---------------------------------------------------------------- the operations MLX lacks (spec collectives.md §13.8)
 
     @Override
     public void barrier() {

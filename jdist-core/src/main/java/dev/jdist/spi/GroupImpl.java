@@ -45,7 +45,7 @@ public interface GroupImpl extends AutoCloseable {
     /** Fills {@code out} with bytes received from {@code src}. */
     void recv(Array out, int src);
 
-    // ---------------------------------------------------------------- the operations MLX lacks (spec collectives.md §11)
+    // ---------------------------------------------------------------- the operations MLX lacks (spec collectives.md §13)
     // Group has checked every argument (roots and peers in range, peers other than this rank, byte counts that add
     // up) and, on backends whose bytes are MLX's (mlxWire), that every member is jdist. The defaults say the backend
     // lacks the operation; barrier and the equal all_to_all are built on the others.
@@ -94,7 +94,7 @@ public interface GroupImpl extends AutoCloseable {
     }
 
     /**
-     * Runs the sends and receives of {@code ops} together and returns when all have completed (spec §11.6); the
+     * Runs the sends and receives of {@code ops} together and returns when all have completed (spec §13.6); the
      * k-th transfer this rank sends to rank q in the batch is the k-th that q receives from this rank. Peers are other
      * ranks of the group; receive arrays are written whole.
      */
@@ -105,7 +105,7 @@ public interface GroupImpl extends AutoCloseable {
     /**
      * Whether the bytes between this group's members are MLX's own (the ring, JACCL), so that MLX processes may be
      * members: then {@link dev.jdist.Group} runs the operations MLX lacks only once every member is known to be jdist
-     * (spec §11.1).
+     * (spec §13.1).
      */
     default boolean mlxWire() { return false; }
 
