@@ -55,7 +55,7 @@ public interface GroupImpl extends AutoCloseable {
      * rank's are overwritten with them (the root's buffer is not written).
      */
     default void broadcast(Array buffer, int root) {
-        throw new UnsupportedCollectiveException("the " + backendName() + " backend has no broadcast");
+        throw lacks("broadcast");
     }
 
     /** Returns once every member has called it. Default: an all_sum of one uint8 per member. */
@@ -80,17 +80,17 @@ public interface GroupImpl extends AutoCloseable {
      * {@code sendCounts[rank()]}; every rank's counts are consistent, which nothing checks across ranks).
      */
     default void allToAllV(Array in, long[] sendCounts, Array out, long[] recvCounts) {
-        throw new UnsupportedCollectiveException("the " + backendName() + " backend has no all_to_all");
+        throw lacks("all_to_all");
     }
 
     /** {@code out} (null except at {@code root}) receives rank q's {@code in} at block q, as all_gather's output. */
     default void gather(Array in, Array out, int root) {
-        throw new UnsupportedCollectiveException("the " + backendName() + " backend has no gather");
+        throw lacks("gather");
     }
 
     /** {@code in} (null except at {@code root}) holds {@code size()} blocks of {@code out}'s size: block q goes to rank q. */
     default void scatter(Array in, Array out, int root) {
-        throw new UnsupportedCollectiveException("the " + backendName() + " backend has no scatter");
+        throw lacks("scatter");
     }
 
     /**
@@ -99,7 +99,13 @@ public interface GroupImpl extends AutoCloseable {
      * ranks of the group; receive arrays are written whole.
      */
     default void batchSendRecv(List<PeerOp> ops) {
-        throw new UnsupportedCollectiveException("the " + backendName() + " backend has no batched send/recv");
+        throw lacks("batched send/recv");
+    }
+
+    /** The error of an operation this backend does not implement: what it is, and the backends that have it. */
+    private UnsupportedCollectiveException lacks(String operation) {
+        return new UnsupportedCollectiveException("the " + backendName() + " backend has no " + operation + " yet; the ring "
+                + "(between jdist ranks) and mpi have it (docs/reference/collectives.md §13)");
     }
 
     /**
