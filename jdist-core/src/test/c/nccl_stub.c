@@ -642,7 +642,7 @@ static ncclResult_t check_args(const char *fn, const void *send, size_t send_byt
  * scratch buffer (reading every rank's send buffer), waits until all have finished reading, then
  * writes its recv buffer (which may be its own send buffer).
  *   kind 0: all-reduce of count elements; 1: all-gather of count elements per rank;
- *   2: reduce-scatter of count elements per rank.
+ *   2: reduce-scatter of count elements per rank; 3: broadcast of count elements from rank op.
  */
 static ncclResult_t collective_in_process(const char *fn, int kind, const void *send, void *recv, size_t count, int type,
                                           int op, ncclComm_t comm);
@@ -659,6 +659,10 @@ struct pending_op {
 /* acc := every rank's contribution combined, as in-process mode does it; in[q] is rank q's send buffer. */
 static void combine(int kind, char *out, const char *const *in, int n, int r, size_t count, int type, int op) {
     size_t s = type_size(type);
+    if (kind == 3) {            /* broadcast: op holds the root */
+        memcpy(out, in[op], count * s);
+        return;
+    }
     if (kind == 1) {
         for (int q = 0; q < n; q++) memcpy(out + q * count * s, in[q], count * s);
         return;
@@ -762,7 +766,9 @@ static ncclResult_t collective_in_process(const char *fn, int kind, const void *
     char *tmp = malloc(out_bytes ? out_bytes : 1);
     w->send[r] = send;
     if (barrier(w) != 0) { free(tmp); return fail(ncclRemoteError, "%s: a rank did not arrive within 30 s", fn); }
-    if (kind == 1) {
+    if (kind == 3) {            /* broadcast: op holds the root */
+        memcpy(tmp, w->send[op], count * s);
+    } else if (kind == 1) {
         for (int q = 0; q < n; q++) memcpy(tmp + q * count * s, w->send[q], count * s);
     } else {
         size_t first = kind == 2 ? r * count : 0;
@@ -815,4 +821,12 @@ const char *ncclGetErrorString(ncclResult_t r) {
 const char *ncclGetLastError(ncclComm_t comm) {
     (void) comm;
     return last_error;
+}
+
+ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, int type, int root, ncclComm_t comm,
+                           cudaStream_t stream) {
+    size_t b = count * type_size(type);
+    ncclResult_t rc = check_args("ncclBroadcast", send, b, recv, b, type, ncclSum, comm, stream);
+    if (!rc && (root < 0 || root >= comm->n)) rc = fail(ncclInvalidArgument, "%s: invalid root", "ncclBroadcast");
+    return rc ? rc : collective("ncclBroadcast", 3, send, recv, count, type, root, comm, stream);
 }

@@ -63,6 +63,7 @@ final class NcclApi {
     private final MethodHandle allReduce;        // (void*, void*, size_t, type, op, comm, stream)
     private final MethodHandle allGather;        // (void*, void*, size_t, type, comm, stream)
     private final MethodHandle reduceScatter;    // (void*, void*, size_t, type, op, comm, stream)
+    private final MethodHandle broadcast;        // (void*, void*, size_t, type, root, comm, stream)
     private final MethodHandle commDestroy;      // (comm)
     private final MethodHandle commAbort;        // (comm)
     private final MethodHandle getErrorString;   // const char* (ncclResult_t)
@@ -88,6 +89,8 @@ final class NcclApi {
         allGather = bind(linker, lib, "ncclAllGather",
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS));
         reduceScatter = bind(linker, lib, "ncclReduceScatter",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+        broadcast = bind(linker, lib, "ncclBroadcast",
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
         commDestroy = bind(linker, lib, "ncclCommDestroy", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         commAbort = bind(linker, lib, "ncclCommAbort", FunctionDescriptor.of(JAVA_INT, ADDRESS));
@@ -238,6 +241,12 @@ final class NcclApi {
                    MemorySegment stream) {
         int rc = rc(() -> (int) allGather.invokeExact(send, recv, sendCount, type, comm, stream));
         if (rc != SUCCESS && rc != IN_PROGRESS) throw failure("ncclAllGather(sendcount=" + sendCount + ", type=" + type + ")", comm, rc);
+    }
+
+    void broadcast(MemorySegment send, MemorySegment recv, long count, int type, int root, MemorySegment comm,
+                   MemorySegment stream) {
+        int rc = rc(() -> (int) broadcast.invokeExact(send, recv, count, type, root, comm, stream));
+        if (rc != SUCCESS && rc != IN_PROGRESS) throw failure("ncclBroadcast(count=" + count + ", type=" + type + ", root=" + root + ")", comm, rc);
     }
 
     void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, int type, int op, MemorySegment comm,

@@ -178,6 +178,14 @@ public final class NcclGroup implements GroupImpl {
         staged(in, out, "sum_scatter", (s, r) -> nccl.reduceScatter(s, r, count, type, NcclApi.SUM, comm, stream));
     }
 
+    /** {@code ncclBroadcast} from {@code root}, staged like the other collectives (every rank's buffer is written back). */
+    @Override
+    public void broadcast(Array buffer, int root) {
+        int type = NcclTypes.dataType(buffer.dtype(), "broadcast");
+        long count = buffer.size();
+        staged(buffer, buffer, "broadcast", (s, r) -> nccl.broadcast(s, r, count, type, root, comm, stream));
+    }
+
     @Override
     public void send(Array x, int dst) {
         throw new UnsupportedCollectiveException("the nccl backend has no send/recv (MLX's neither); use the ring or "

@@ -121,6 +121,11 @@ class NcclStubIT {
                 for (int i = 0; i < 2; i++) {
                     assertThat(scattered.getDouble(i)).isEqualTo(6 + 3.0 * (2 * r + i));
                 }
+                // ncclBroadcast from a root other than 0, and the operations NCCL's backend lacks so far
+                Array b = g.broadcast(input(dt, r, 2, 3), n - 1);
+                for (int i = 0; i < 6; i++) assertThat(b.getDouble(i)).as("broadcast[%d]", i).isEqualTo(value(n - 1, i));
+                assertThatThrownBy(() -> g.allToAll(input(dt, r, 3)))
+                        .isInstanceOf(dev.jdist.UnsupportedCollectiveException.class).hasMessageContaining("nccl backend has no all_to_all yet");
                 // async variants go through the same staging, in issue order
                 Array asyncSum = g.allSumAsync(x).join();
                 assertThat(asyncSum.toDoubleArray()).containsExactly(sum.toDoubleArray());
