@@ -1,5 +1,5 @@
 #!/bin/bash
-# One sitting of the measurements docs/benchmarks.md quotes for the size-aware algorithms (collectives.md §10),
+# One sitting of the measurements docs/benchmarks.md quotes for the size-aware algorithms (docs/reference/collectives.md §10),
 # for each rank count given, on this host's loopback (or on the hosts of --hostfile HOSTS in JDIST_BENCH_HOSTS):
 #   1. before/after: jdist bench with JDIST_ALGO=ring (MLX's ring only, as before §10) and with the default choice,
 #      one right after the other, all_sum, all_gather and sum_scatter, 4 B .. 64 MiB;
@@ -10,6 +10,8 @@
 set -euo pipefail
 ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 source "$ROOT/bin/lib/common.sh"
+# shellcheck source=lib/report.sh
+source "$ROOT/bench/lib/report.sh"
 jdist_own_path
 jdist_find_jdk
 OUT=${1:-$ROOT/bench-results/algos-$(date -u +%Y%m%d-%H%M%S)}
@@ -22,23 +24,14 @@ OPS=all_sum,all_gather,sum_scatter
 # shellcheck disable=SC2206  # JDIST_BENCH_HOSTS is a list of launch options, e.g. "--hostfile hosts.json"
 HOSTS=(${JDIST_BENCH_HOSTS:-})
 
-machine() {
-  echo "# $(date -u '+%Y-%m-%d %H:%M UTC') host $(hostname), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
-  echo "# $("$JDIST_JDK/bin/java" -version 2>&1 | head -1); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-}
 
-run() { # name, command...
-  local name=$1; shift
-  echo "== $name: $*" >&2
-  { machine; echo "# command: $*"; "$@" 2>&1; machine; } > "$OUT/$name.txt"
-}
 
 "$JDIST" --version >/dev/null   # builds jdist once, before anything is timed
 for n in "${RANKS[@]}"; do
-  run "before-$n" env JDIST_ALGO=ring "$JDIST" bench "${HOSTS[@]}" -n "$n" --op "$OPS" --sizes 4B:64MiB -f 4
-  run "after-$n" "$JDIST" bench "${HOSTS[@]}" -n "$n" --op "$OPS" --sizes 4B:64MiB -f 4
-  run "tune-$n" "$JDIST" bench "${HOSTS[@]}" -n "$n" --tune "$OUT/rules.json" --sizes 4B:64MiB -f 4
-  run "ring-k1-$n" env JDIST_ALGO=ring "$JDIST" bench "${HOSTS[@]}" -n "$n" --op all_sum,all_gather --sizes 1MiB:64MiB -f 4
-  run "ring-k2-$n" env JDIST_ALGO=ring "$JDIST" bench "${HOSTS[@]}" -n "$n" --connections-per-ip 2 --op all_sum,all_gather --sizes 1MiB:64MiB -f 4
+  bench_run "before-$n" env JDIST_ALGO=ring "$JDIST" bench "${HOSTS[@]}" -n "$n" --op "$OPS" --sizes 4B:64MiB -f 4
+  bench_run "after-$n" "$JDIST" bench "${HOSTS[@]}" -n "$n" --op "$OPS" --sizes 4B:64MiB -f 4
+  bench_run "tune-$n" "$JDIST" bench "${HOSTS[@]}" -n "$n" --tune "$OUT/rules.json" --sizes 4B:64MiB -f 4
+  bench_run "ring-k1-$n" env JDIST_ALGO=ring "$JDIST" bench "${HOSTS[@]}" -n "$n" --op all_sum,all_gather --sizes 1MiB:64MiB -f 4
+  bench_run "ring-k2-$n" env JDIST_ALGO=ring "$JDIST" bench "${HOSTS[@]}" -n "$n" --connections-per-ip 2 --op all_sum,all_gather --sizes 1MiB:64MiB -f 4
 done
 echo "results in $OUT" >&2

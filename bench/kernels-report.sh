@@ -13,6 +13,8 @@ set -euo pipefail
 ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 # shellcheck source=../bin/lib/common.sh
 source "$ROOT/bin/lib/common.sh"
+# shellcheck source=lib/report.sh
+source "$ROOT/bench/lib/report.sh"
 jdist_own_path
 jdist_find_jdk
 OUT=${1:-$ROOT/bench-results/kernels-$(date -u +%Y%m%d-%H%M%S)}
@@ -22,29 +24,17 @@ JAVA="$JDIST_JDK/bin/java"
 VECTOR=$(jdist_pom_property "$ROOT" jdist.vector.flags)
 JMH_SHORT=(-wi 2 -i 3 -w 500ms -r 500ms)
 
-machine() {
-  echo "# $(date -u '+%Y-%m-%d %H:%M UTC') host $(hostname), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
-  echo "# $("$JAVA" -version 2>&1 | head -1); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-}
 
-run() { # name, command...
-  local name=$1; shift
-  echo "== $name: $*" >&2
-  { machine; echo "# command: $*"; "$@" 2>&1; machine; } > "$OUT/$name.txt"
-}
 
 "$JDIST" --version >/dev/null   # builds jdist once, before anything is timed
-if [ ! -f "$ROOT/jdist-jmh/target/benchmarks.jar" ] || [ -n "$(find "$ROOT/jdist-core/src/main" "$ROOT/jdist-jmh/src/main" -newer "$ROOT/jdist-jmh/target/benchmarks.jar" -print -quit)" ]; then
-  jdist_find_maven
-  (cd "$ROOT" && jdist_mvn -B -q package -Dmaven.test.skip=true -Dmaven.javadoc.skip=true -Dmaven.source.skip=true -pl jdist-jmh -am)
-fi
+bench_jmh_jar
 JMH="$ROOT/jdist-jmh/target/benchmarks.jar"
 
 # 1. Kernels: the forked JVM inherits the host JVM's options.
-run jmh-kernels-portable "$JAVA" -jar "$JMH" 'ReduceKernelBenchmark.reducer' "${JMH_SHORT[@]}"
+bench_run jmh-kernels-portable "$JAVA" -jar "$JMH" 'ReduceKernelBenchmark.reducer' "${JMH_SHORT[@]}"
 # shellcheck disable=SC2086
-run jmh-kernels-vector "$JAVA" $VECTOR -jar "$JMH" 'ReduceKernelBenchmark.reducer' "${JMH_SHORT[@]}"
-run jmh-kernels-plain-loop "$JAVA" -jar "$JMH" 'ReduceKernelBenchmark.plainLoop' "${JMH_SHORT[@]}"
+bench_run jmh-kernels-vector "$JAVA" $VECTOR -jar "$JMH" 'ReduceKernelBenchmark.reducer' "${JMH_SHORT[@]}"
+bench_run jmh-kernels-plain-loop "$JAVA" -jar "$JMH" 'ReduceKernelBenchmark.plainLoop' "${JMH_SHORT[@]}"
 
 # 2. The ring end to end, without and with the module in the ranks: float32 over TCP and shared memory,
 #    bfloat16 over TCP.
@@ -57,10 +47,10 @@ for case in tcp:float32 shm:float32 tcp:bfloat16; do
 done
 
 # 3. and 4. Tracing.
-run jmh-trace "$JAVA" -jar "$JMH" OperationTrace -prof gc -wi 3 -i 5 -w 1s -r 1s
-run latency-untraced "$JDIST" bench -n 2 --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
+bench_run jmh-trace "$JAVA" -jar "$JMH" OperationTrace -prof gc -wi 3 -i 5 -w 1s -r 1s
+bench_run latency-untraced "$JDIST" bench -n 2 --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
 mkdir -p "$OUT/jfr"
-run latency-traced "$JDIST" bench -n 2 --env "JDK_JAVA_OPTIONS=-XX:StartFlightRecording:filename=$OUT/jfr/rank-%p.jfr" \
+bench_run latency-traced "$JDIST" bench -n 2 --env "JDK_JAVA_OPTIONS=-XX:StartFlightRecording:filename=$OUT/jfr/rank-%p.jfr" \
   --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
-run trace-summary "$JAVA" -cp "$ROOT/jdist-cli/target/jdist.jar" dev.jdist.OperationSummary "$OUT"/jfr/*.jfr
+bench_run trace-summary "$JAVA" -cp "$ROOT/jdist-cli/target/jdist.jar" dev.jdist.OperationSummary "$OUT"/jfr/*.jfr
 echo "results in $OUT" >&2

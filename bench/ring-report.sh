@@ -10,6 +10,8 @@
 set -euo pipefail
 ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 source "$ROOT/bin/lib/common.sh"
+# shellcheck source=lib/report.sh
+source "$ROOT/bench/lib/report.sh"
 jdist_own_path
 jdist_find_jdk
 OUT=${1:-$ROOT/bench-results/$(date -u +%Y%m%d-%H%M%S)}
@@ -17,32 +19,20 @@ mkdir -p "$OUT"
 JDIST="$ROOT/bin/jdist"
 OPS=all_sum,all_gather,sum_scatter,send_recv
 
-machine() {
-  echo "# $(date -u '+%Y-%m-%d %H:%M UTC') host $(hostname), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
-  echo "# $("$JDIST_JDK/bin/java" -version 2>&1 | head -1); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-}
 
-run() { # name, command...
-  local name=$1; shift
-  echo "== $name: $*" >&2
-  { machine; echo "# command: $*"; "$@" 2>&1; machine; } > "$OUT/$name.txt"
-}
 
 "$JDIST" --version >/dev/null   # builds jdist once, before anything is timed
-run references bash "$ROOT/bench/reference/run-references.sh" 4 268435456 20
-run ring-tcp-2 "$JDIST" bench -n 2 --op "$OPS" --sizes 4B:256MiB -f 4 --plot "$OUT/ring-tcp-2.png"
-run ring-shm-2 "$JDIST" bench -n 2 --env JDIST_TRANSPORT=shm --op "$OPS" --sizes 4B:256MiB -f 4 --plot "$OUT/ring-shm-2.png"
-run latency-tcp-2 "$JDIST" bench -n 2 --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
-run latency-tcp-4 "$JDIST" bench -n 4 --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
-run latency-shm-2 "$JDIST" bench -n 2 --env JDIST_TRANSPORT=shm --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
-run latency-tcp-2-bound "$JDIST" bench -n 2 --bind-to core --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
-run latency-shm-2-bound "$JDIST" bench -n 2 --bind-to core --env JDIST_TRANSPORT=shm --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
-run modes-tcp-2 "$JDIST" bench -n 2 --op all_sum --mode all --sizes 1MiB:256MiB -f 16
-run ring-tcp-4 "$JDIST" bench -n 4 --op all_sum,all_gather,sum_scatter --sizes 1MiB:64MiB -f 8
-if [ ! -f "$ROOT/jdist-jmh/target/benchmarks.jar" ]; then
-  jdist_find_maven
-  (cd "$ROOT" && jdist_mvn -B -q package -Dmaven.test.skip=true -Dmaven.javadoc.skip=true -Dmaven.source.skip=true -pl jdist-jmh -am)
-fi
-run jmh-kernels "$JDIST_JDK/bin/java" -jar "$ROOT/jdist-jmh/target/benchmarks.jar" ReduceKernel -wi 2 -i 3 -w 500ms -r 500ms
-run jmh-schedule "$JDIST_JDK/bin/java" -jar "$ROOT/jdist-jmh/target/benchmarks.jar" RingSchedule -wi 2 -i 3 -w 500ms -r 500ms -p connections=1
+bench_run references bash "$ROOT/bench/reference/run-references.sh" 4 268435456 20
+bench_run ring-tcp-2 "$JDIST" bench -n 2 --op "$OPS" --sizes 4B:256MiB -f 4 --plot "$OUT/ring-tcp-2.png"
+bench_run ring-shm-2 "$JDIST" bench -n 2 --env JDIST_TRANSPORT=shm --op "$OPS" --sizes 4B:256MiB -f 4 --plot "$OUT/ring-shm-2.png"
+bench_run latency-tcp-2 "$JDIST" bench -n 2 --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
+bench_run latency-tcp-4 "$JDIST" bench -n 4 --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
+bench_run latency-shm-2 "$JDIST" bench -n 2 --env JDIST_TRANSPORT=shm --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
+bench_run latency-tcp-2-bound "$JDIST" bench -n 2 --bind-to core --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
+bench_run latency-shm-2-bound "$JDIST" bench -n 2 --bind-to core --env JDIST_TRANSPORT=shm --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
+bench_run modes-tcp-2 "$JDIST" bench -n 2 --op all_sum --mode all --sizes 1MiB:256MiB -f 16
+bench_run ring-tcp-4 "$JDIST" bench -n 4 --op all_sum,all_gather,sum_scatter --sizes 1MiB:64MiB -f 8
+bench_jmh_jar
+bench_run jmh-kernels "$JDIST_JDK/bin/java" -jar "$ROOT/jdist-jmh/target/benchmarks.jar" ReduceKernel -wi 2 -i 3 -w 500ms -r 500ms
+bench_run jmh-schedule "$JDIST_JDK/bin/java" -jar "$ROOT/jdist-jmh/target/benchmarks.jar" RingSchedule -wi 2 -i 3 -w 500ms -r 500ms -p connections=1
 echo "results in $OUT" >&2

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Re-measures the reference figures that docs/benchmarks.md compares jdist with, in the same run:
 #   - the loopback TCP ceiling (iperf3, one stream per direction),
-#   - Open MPI's MPI_Allreduce over TCP and over shared memory (a small C program built here with mpicc).
+#   - Open MPI's MPI_Allreduce over TCP and over shared memory (mpi_collective.c, built here with mpicc).
 # Usage: bench/reference/run-references.sh [MIN_BYTES] [MAX_BYTES] [ITERS]
 # Needs (installed when run as root): openmpi-bin libopenmpi-dev iperf3.
 set -euo pipefail
@@ -16,7 +16,7 @@ trap 'rm -rf "$WORK"; [ -n "${IPERF_PID:-}" ] && kill "$IPERF_PID" 2>/dev/null |
 
 MPICC=$(command -v mpicc.openmpi || command -v mpicc)
 MPIRUN=$(command -v mpirun.openmpi || command -v mpirun)
-"$MPICC" -O2 -o "$WORK/mpi_allreduce" "$ROOT/bench/reference/mpi_allreduce.c"
+"$MPICC" -O2 -o "$WORK/mpi_collective" "$ROOT/bench/reference/mpi_collective.c"
 
 echo "## loopback TCP ceiling: iperf3, 2 streams (one per direction), 5 s"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -29,6 +29,6 @@ IPERF_PID=
 
 MPI_FLAGS=(--allow-run-as-root --oversubscribe -np 2)
 echo "## Open MPI $("$MPIRUN" --version 2>&1 | head -1 | awk '{print $NF}'), MPI_Allreduce, TCP transport"
-"$MPIRUN" "${MPI_FLAGS[@]}" --mca btl tcp,self --mca btl_tcp_if_include lo "$WORK/mpi_allreduce" "$MIN" "$MAX" "$ITERS" 5
+"$MPIRUN" "${MPI_FLAGS[@]}" --mca btl tcp,self --mca btl_tcp_if_include lo "$WORK/mpi_collective" allreduce "$MIN" "$MAX" "$ITERS" 5
 echo "## Open MPI, MPI_Allreduce, shared memory (vader)"
-"$MPIRUN" "${MPI_FLAGS[@]}" --mca btl vader,self "$WORK/mpi_allreduce" "$MIN" "$MAX" "$ITERS" 5
+"$MPIRUN" "${MPI_FLAGS[@]}" --mca btl vader,self "$WORK/mpi_collective" allreduce "$MIN" "$MAX" "$ITERS" 5

@@ -1,8 +1,8 @@
 package dev.jdist;
 
 /**
- * A custom side channel for the JACCL backend (MLX: {@code init(strict, "jaccl", factory)}, spec
- * collectives.md §4.2): called once as {@code create(rank, size)}; the function it returns must give
+ * A custom side channel for the JACCL backend (MLX: {@code init(strict, "jaccl", factory)},
+ * docs/reference/collectives.md §4.2): called once as {@code create(rank, size)}; the function it returns must give
  * back the rank-ordered concatenation of every rank's bytes ({@code size * bytesPerRank} bytes).
  */
 @FunctionalInterface

@@ -214,6 +214,9 @@ public final class Array {
 
     public int[] shape() { return shape.clone(); }
 
+    /** The shape itself, not a copy, for jdist's own records on the hot path: never modify it. */
+    int[] shapeView() { return shape; }
+
     public int shape(int axis) { return shape[axis]; }
 
     public int ndim() { return shape.length; }

@@ -22,7 +22,7 @@ import java.util.ServiceLoader;
 import java.util.Set;
 
 /**
- * Entry point: forms this process's group with one of the backends (spec collectives.md §2),
+ * Entry point: forms this process's group with one of the backends (docs/reference/collectives.md §2),
  * caching one group per backend name exactly as MLX does.
  */
 public final class Distributed {
@@ -50,7 +50,7 @@ public final class Distributed {
 
     /**
      * As {@link #init(boolean, String)}, reading {@code env} instead of the process environment (for
-     * tests and embedding). Caching follows spec collectives.md §2.3 exactly:
+     * tests and embedding). Caching follows docs/reference/collectives.md §2.3 exactly:
      * <ol>
      *   <li>an unknown name fails before the cache is consulted;</li>
      *   <li>a cached name returns its group whatever {@code strict} is;</li>

@@ -74,7 +74,7 @@ public final class Group implements AutoCloseable {
         if (impl == null) throw new UnsupportedCollectiveException("cannot split the singleton group further");
         int effectiveKey = key < 0 ? rank() : key;
         String[] label = new String[1];
-        GroupImpl child = queue.run(OperationTrace.Kind.SPLIT, null, 0, -1, () -> {
+        GroupImpl child = queue.run(OperationTrace.Kind.SPLIT, null, null, 0, -1, () -> {
             label[0] = OperationTrace.splitLabel(trace.group(), queue.currentSequence(), color);
             return impl.split(color, effectiveKey);
         });
@@ -102,12 +102,12 @@ public final class Group implements AutoCloseable {
     public CompletableFuture<Array> allMinAsync(Array x) { return allReduceAsync(x, ReduceOp.MIN); }
 
     public Array allReduce(Array x, ReduceOp op) {
-        return size() == 1 ? x : queue.run(OperationTrace.Kind.of(op), x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
+        return size() == 1 ? x : queue.run(OperationTrace.Kind.of(op), x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
     }
 
     public CompletableFuture<Array> allReduceAsync(Array x, ReduceOp op) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
-        return queue.submit(OperationTrace.Kind.of(op), x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
+        return queue.submit(OperationTrace.Kind.of(op), x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doAllReduceNow(x, op));
     }
 
     private Array doAllReduceNow(Array x, ReduceOp op) {
@@ -118,12 +118,12 @@ public final class Group implements AutoCloseable {
 
     /** Concatenates every rank's {@code x} along axis 0 (a 0-d input gives shape {@code [n]}). */
     public Array allGather(Array x) {
-        return size() == 1 ? x : queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllGatherNow(x));
+        return size() == 1 ? x : queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doAllGatherNow(x));
     }
 
     public CompletableFuture<Array> allGatherAsync(Array x) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
-        return queue.submit(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllGatherNow(x));
+        return queue.submit(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doAllGatherNow(x));
     }
 
     private Array doAllGatherNow(Array x) {
@@ -144,13 +144,13 @@ public final class Group implements AutoCloseable {
     public Array sumScatter(Array x) {
         if (size() == 1) return x;
         checkScatter(x);
-        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shape(), x.nbytes(), -1, () -> doSumScatterNow(x));
+        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doSumScatterNow(x));
     }
 
     public CompletableFuture<Array> sumScatterAsync(Array x) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
         checkScatter(x);
-        return queue.submit(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shape(), x.nbytes(), -1, () -> doSumScatterNow(x));
+        return queue.submit(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> doSumScatterNow(x));
     }
 
     private Array checkScatter(Array x) {
@@ -181,14 +181,14 @@ public final class Group implements AutoCloseable {
     public Array allReduceInto(Array x, Array out, ReduceOp op) {
         checkInto("allReduceInto", x, out, x.nbytes());
         if (size() == 1) return copyInto(x, out);
-        return queue.run(OperationTrace.Kind.of(op), x.dtype(), x.shape(), x.nbytes(), -1, () -> { impl.allReduce(x, out, op); return out; });
+        return queue.run(OperationTrace.Kind.of(op), x.dtype(), x.shapeView(), x.nbytes(), -1, () -> { impl.allReduce(x, out, op); return out; });
     }
 
     /** all_gather written into {@code out}, which holds {@code size()} times the bytes of {@code x}. */
     public Array allGatherInto(Array x, Array out) {
         checkInto("allGatherInto", x, out, Math.multiplyExact(x.nbytes(), (long) size()));
         if (size() == 1) return copyInto(x, out);
-        return queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shape(), x.nbytes(), -1, () -> { impl.allGather(x, out); return out; });
+        return queue.run(OperationTrace.Kind.ALL_GATHER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> { impl.allGather(x, out); return out; });
     }
 
     /** sum_scatter written into {@code out}, which holds one {@code size()}-th of the bytes of {@code x}. */
@@ -199,13 +199,13 @@ public final class Group implements AutoCloseable {
         }
         checkInto("sumScatterInto", x, out, x.nbytes() / size());
         if (size() == 1) return copyInto(x, out);
-        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shape(), x.nbytes(), -1, () -> { impl.sumScatter(x, out); return out; });
+        return queue.run(OperationTrace.Kind.SUM_SCATTER, x.dtype(), x.shapeView(), x.nbytes(), -1, () -> { impl.sumScatter(x, out); return out; });
     }
 
     /** Receives from {@code src} into {@code out} (its byte count must equal the sender's). */
     public Array recvInto(Array out, int src) {
         checkPeer("recv from", src);
-        return queue.run(OperationTrace.Kind.RECV, out.dtype(), out.shape(), out.nbytes(), src, () -> { impl.recv(out, src); return out; });
+        return queue.run(OperationTrace.Kind.RECV, out.dtype(), out.shapeView(), out.nbytes(), src, () -> { impl.recv(out, src); return out; });
     }
 
     private static void checkInto(String what, Array x, Array out, long expectedBytes) {
@@ -223,12 +223,12 @@ public final class Group implements AutoCloseable {
     /** Sends {@code x} to rank {@code dst}; returns {@code x}. */
     public Array send(Array x, int dst) {
         checkPeer("send to", dst);
-        return queue.run(OperationTrace.Kind.SEND, x.dtype(), x.shape(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
+        return queue.run(OperationTrace.Kind.SEND, x.dtype(), x.shapeView(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
     }
 
     public CompletableFuture<Array> sendAsync(Array x, int dst) {
         checkPeer("send to", dst);
-        return queue.submit(OperationTrace.Kind.SEND, x.dtype(), x.shape(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
+        return queue.submit(OperationTrace.Kind.SEND, x.dtype(), x.shapeView(), x.nbytes(), dst, () -> { impl.send(x, dst); return x; });
     }
 
     /** Receives an array of {@code shape}/{@code dtype} from rank {@code src}. */
@@ -264,8 +264,8 @@ public final class Group implements AutoCloseable {
     }
 
     /**
-     * §2.5/§2.6: at call time; any size-1 group (singleton or a 1-member split) has no peer. With MLX peers possible
-     * (§13.1), send/recv keep MLX's rules (the ring: neighbours only).
+     * docs/reference/collectives.md §2.5/§2.6: at call time; any size-1 group (singleton or a 1-member split) has no
+     * peer. With MLX peers possible (§13.1 there), send/recv keep MLX's rules (the ring: neighbours only).
      */
     private void checkPeer(String what, int peer) {
         checkPeerRank(what, peer);
@@ -289,7 +289,7 @@ public final class Group implements AutoCloseable {
         }
     }
 
-    // ------------------------------------------------------------------ the operations MLX lacks (spec §13)
+    // ------------------------------------------------------------------ the operations MLX lacks (docs/reference/collectives.md §13)
 
     /**
      * Rank {@code root}'s {@code x} on every rank (§13.2): the root gets {@code x} itself back, every other rank a new
@@ -300,14 +300,14 @@ public final class Group implements AutoCloseable {
         checkRoot("broadcast", root);
         if (size() == 1) return x;
         checkJdistOperation("broadcast");
-        return queue.run(OperationTrace.Kind.BROADCAST, x.dtype(), x.nbytes(), root, () -> doBroadcastNow(x, root));
+        return queue.run(OperationTrace.Kind.BROADCAST, x.dtype(), x.shape(), x.nbytes(), root, () -> doBroadcastNow(x, root));
     }
 
     public CompletableFuture<Array> broadcastAsync(Array x, int root) {
         checkRoot("broadcast", root);
         if (size() == 1) return CompletableFuture.completedFuture(x);
         checkJdistOperation("broadcast");
-        return queue.submit(OperationTrace.Kind.BROADCAST, x.dtype(), x.nbytes(), root, () -> doBroadcastNow(x, root));
+        return queue.submit(OperationTrace.Kind.BROADCAST, x.dtype(), x.shape(), x.nbytes(), root, () -> doBroadcastNow(x, root));
     }
 
     private Array doBroadcastNow(Array x, int root) {
@@ -328,7 +328,7 @@ public final class Group implements AutoCloseable {
         checkRoot("broadcast", root);
         if (size() == 1) return buffer;
         checkJdistOperation("broadcast");
-        return queue.run(OperationTrace.Kind.BROADCAST, buffer.dtype(), buffer.nbytes(), root, () -> {
+        return queue.run(OperationTrace.Kind.BROADCAST, buffer.dtype(), buffer.shape(), buffer.nbytes(), root, () -> {
             impl.broadcast(buffer, root);
             return buffer;
         });
@@ -338,7 +338,7 @@ public final class Group implements AutoCloseable {
     public void barrier() {
         if (size() == 1) return;
         checkJdistOperation("barrier");
-        queue.run(OperationTrace.Kind.BARRIER, null, 0, -1, () -> {
+        queue.run(OperationTrace.Kind.BARRIER, null, null, 0, -1, () -> {
             impl.barrier();
             return null;
         });
@@ -347,7 +347,7 @@ public final class Group implements AutoCloseable {
     public CompletableFuture<Void> barrierAsync() {
         if (size() == 1) return CompletableFuture.completedFuture(null);
         checkJdistOperation("barrier");
-        return queue.submit(OperationTrace.Kind.BARRIER, null, 0, -1, () -> {
+        return queue.submit(OperationTrace.Kind.BARRIER, null, null, 0, -1, () -> {
             impl.barrier();
             return null;
         });
@@ -361,14 +361,14 @@ public final class Group implements AutoCloseable {
         if (size() == 1) return x;
         checkBlocks("all_to_all", x);
         checkJdistOperation("all_to_all");
-        return queue.run(OperationTrace.Kind.ALL_TO_ALL, x.dtype(), x.nbytes(), -1, () -> doAllToAllNow(x));
+        return queue.run(OperationTrace.Kind.ALL_TO_ALL, x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllToAllNow(x));
     }
 
     public CompletableFuture<Array> allToAllAsync(Array x) {
         if (size() == 1) return CompletableFuture.completedFuture(x);
         checkBlocks("all_to_all", x);
         checkJdistOperation("all_to_all");
-        return queue.submit(OperationTrace.Kind.ALL_TO_ALL, x.dtype(), x.nbytes(), -1, () -> doAllToAllNow(x));
+        return queue.submit(OperationTrace.Kind.ALL_TO_ALL, x.dtype(), x.shape(), x.nbytes(), -1, () -> doAllToAllNow(x));
     }
 
     private Array doAllToAllNow(Array x) {
@@ -387,7 +387,7 @@ public final class Group implements AutoCloseable {
         checkDistinct("allToAllInto", x, out);
         if (size() == 1) return copyInto(x, out);
         checkJdistOperation("all_to_all");
-        return queue.run(OperationTrace.Kind.ALL_TO_ALL, x.dtype(), x.nbytes(), -1, () -> {
+        return queue.run(OperationTrace.Kind.ALL_TO_ALL, x.dtype(), x.shape(), x.nbytes(), -1, () -> {
             impl.allToAll(x, out);
             return out;
         });
@@ -404,7 +404,7 @@ public final class Group implements AutoCloseable {
         long[] recvCounts = splitCounts("all_to_all_v", x, recvSplits, "recvSplits", false);
         if (size() == 1) return x;
         checkJdistOperation("all_to_all_v");
-        return queue.run(OperationTrace.Kind.ALL_TO_ALL_V, x.dtype(), x.nbytes(), -1,
+        return queue.run(OperationTrace.Kind.ALL_TO_ALL_V, x.dtype(), x.shape(), x.nbytes(), -1,
                 () -> doAllToAllVNow(x, sendCounts, recvSplits, recvCounts));
     }
 
@@ -413,7 +413,7 @@ public final class Group implements AutoCloseable {
         long[] recvCounts = splitCounts("all_to_all_v", x, recvSplits, "recvSplits", false);
         if (size() == 1) return CompletableFuture.completedFuture(x);
         checkJdistOperation("all_to_all_v");
-        return queue.submit(OperationTrace.Kind.ALL_TO_ALL_V, x.dtype(), x.nbytes(), -1,
+        return queue.submit(OperationTrace.Kind.ALL_TO_ALL_V, x.dtype(), x.shape(), x.nbytes(), -1,
                 () -> doAllToAllVNow(x, sendCounts, recvSplits, recvCounts));
     }
 
@@ -425,7 +425,7 @@ public final class Group implements AutoCloseable {
         long[] sendCounts = splitCounts("all_to_all_v", x, sendSplits, "sendSplits", true);
         if (size() == 1) return x;
         checkJdistOperation("all_to_all_v");
-        return queue.run(OperationTrace.Kind.ALL_TO_ALL_V, x.dtype(), x.nbytes(), -1,
+        return queue.run(OperationTrace.Kind.ALL_TO_ALL_V, x.dtype(), x.shape(), x.nbytes(), -1,
                 () -> doAllToAllVExchangingNow(x, sendSplits, sendCounts));
     }
 
@@ -433,7 +433,7 @@ public final class Group implements AutoCloseable {
         long[] sendCounts = splitCounts("all_to_all_v", x, sendSplits, "sendSplits", true);
         if (size() == 1) return CompletableFuture.completedFuture(x);
         checkJdistOperation("all_to_all_v");
-        return queue.submit(OperationTrace.Kind.ALL_TO_ALL_V, x.dtype(), x.nbytes(), -1,
+        return queue.submit(OperationTrace.Kind.ALL_TO_ALL_V, x.dtype(), x.shape(), x.nbytes(), -1,
                 () -> doAllToAllVExchangingNow(x, sendSplits, sendCounts));
     }
 
@@ -473,14 +473,14 @@ public final class Group implements AutoCloseable {
         checkRoot("gather", root);
         if (size() == 1) return x;
         checkJdistOperation("gather");
-        return queue.run(OperationTrace.Kind.GATHER, x.dtype(), x.nbytes(), root, () -> doGatherNow(x, root));
+        return queue.run(OperationTrace.Kind.GATHER, x.dtype(), x.shape(), x.nbytes(), root, () -> doGatherNow(x, root));
     }
 
     public CompletableFuture<Array> gatherAsync(Array x, int root) {
         checkRoot("gather", root);
         if (size() == 1) return CompletableFuture.completedFuture(x);
         checkJdistOperation("gather");
-        return queue.submit(OperationTrace.Kind.GATHER, x.dtype(), x.nbytes(), root, () -> doGatherNow(x, root));
+        return queue.submit(OperationTrace.Kind.GATHER, x.dtype(), x.shape(), x.nbytes(), root, () -> doGatherNow(x, root));
     }
 
     private Array doGatherNow(Array x, int root) {
@@ -507,7 +507,7 @@ public final class Group implements AutoCloseable {
         if (size() == 1) return copyInto(x, out);
         checkJdistOperation("gather");
         Array at = rank() == root ? out : null;
-        return queue.run(OperationTrace.Kind.GATHER, x.dtype(), x.nbytes(), root, () -> {
+        return queue.run(OperationTrace.Kind.GATHER, x.dtype(), x.shape(), x.nbytes(), root, () -> {
             impl.gather(x, at, root);
             return at != null ? at : x;
         });
@@ -523,7 +523,7 @@ public final class Group implements AutoCloseable {
         if (size() == 1) return x;
         checkBlocks("scatter", x);
         checkJdistOperation("scatter");
-        return queue.run(OperationTrace.Kind.SCATTER, x.dtype(), x.nbytes(), root, () -> doScatterNow(x, root));
+        return queue.run(OperationTrace.Kind.SCATTER, x.dtype(), x.shape(), x.nbytes(), root, () -> doScatterNow(x, root));
     }
 
     public CompletableFuture<Array> scatterAsync(Array x, int root) {
@@ -531,7 +531,7 @@ public final class Group implements AutoCloseable {
         if (size() == 1) return CompletableFuture.completedFuture(x);
         checkBlocks("scatter", x);
         checkJdistOperation("scatter");
-        return queue.submit(OperationTrace.Kind.SCATTER, x.dtype(), x.nbytes(), root, () -> doScatterNow(x, root));
+        return queue.submit(OperationTrace.Kind.SCATTER, x.dtype(), x.shape(), x.nbytes(), root, () -> doScatterNow(x, root));
     }
 
     private Array doScatterNow(Array x, int root) {
@@ -561,7 +561,7 @@ public final class Group implements AutoCloseable {
         if (size() == 1) return copyInto(x, out);
         checkJdistOperation("scatter");
         Array in = rank() == root ? x : null;
-        return queue.run(OperationTrace.Kind.SCATTER, out.dtype(), out.nbytes(), root, () -> {
+        return queue.run(OperationTrace.Kind.SCATTER, out.dtype(), out.shape(), out.nbytes(), root, () -> {
             impl.scatter(in, out, root);
             return out;
         });
@@ -578,14 +578,14 @@ public final class Group implements AutoCloseable {
         List<PeerOp> batch = checkBatch(ops);
         if (batch.isEmpty()) return List.of();
         checkJdistOperation("batched send/recv");
-        return queue.run(OperationTrace.Kind.BATCH_SEND_RECV, null, batchBytes(batch), -1, () -> doBatchNow(batch));
+        return queue.run(OperationTrace.Kind.BATCH_SEND_RECV, null, null, batchBytes(batch), -1, () -> doBatchNow(batch));
     }
 
     public CompletableFuture<List<Array>> batchSendRecvAsync(List<PeerOp> ops) {
         List<PeerOp> batch = checkBatch(ops);
         if (batch.isEmpty()) return CompletableFuture.completedFuture(List.of());
         checkJdistOperation("batched send/recv");
-        return queue.submit(OperationTrace.Kind.BATCH_SEND_RECV, null, batchBytes(batch), -1, () -> doBatchNow(batch));
+        return queue.submit(OperationTrace.Kind.BATCH_SEND_RECV, null, null, batchBytes(batch), -1, () -> doBatchNow(batch));
     }
 
     private List<PeerOp> checkBatch(List<PeerOp> ops) {
@@ -746,6 +746,7 @@ public final class Group implements AutoCloseable {
             // closing the backend ends a running operation (its sockets close, native backends abort and wait for it)
             if (impl != null) impl.close();
             queue.awaitFinished();
+            trace.close();
         } finally {
             if (attached != null) {
                 try {

@@ -10,7 +10,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
 /**
- * Runs a group's operations one at a time in issue order (spec collectives.md §2.6), whichever
+ * Runs a group's operations one at a time in issue order (docs/reference/collectives.md §2.6), whichever
  * threads issue them and whether sync or async. It is also the one place every operation passes: it computes the
  * operation's {@link OperationFingerprint}, publishes it to the liveness watch ({@link LocalActivity}), lets the
  * group's {@link Watch} check it before it runs and explain its failure, and fills the failure's facts.
@@ -25,7 +25,8 @@ import java.util.function.Supplier;
  * finishes its ticket, so later ones run.
  *
  * <p>A ticket is the operation's sequence number in its group: every operation, sync or async, runs
- * through {@link #execute} with it, between {@link OperationTrace#begin()} and {@link OperationTrace#end}.
+ * through {@link #execute} with it, between {@link OperationTrace#begin()}/{@link OperationTrace#started} and
+ * {@link OperationTrace#end}.
  */
 final class OperationQueue implements AutoCloseable, LocalActivity {
 
@@ -75,14 +76,9 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
 
     /**
      * Runs {@code op} on this thread after every earlier operation; its exception propagates. The
-     * other arguments describe it for {@link OperationTrace}: {@code dtype} null for split, {@code peer}
-     * -1 for collectives.
+     * other arguments describe it for {@link OperationTrace}: {@code dtype} and {@code shape} null for split,
+     * {@code peer} -1 for collectives.
      */
-    <T> T run(OperationTrace.Kind kind, DType dtype, long bytes, int peer, Supplier<T> op) {
-        return run(kind, dtype, null, bytes, peer, op);
-    }
-
-    /** As {@link #run(OperationTrace.Kind, DType, long, int, Supplier)} with the array's shape (null: one axis of {@code bytes}). */
     <T> T run(OperationTrace.Kind kind, DType dtype, int[] shape, long bytes, int peer, Supplier<T> op) {
         if (running == Thread.currentThread()) {
             throw new IllegalStateException("an operation on group " + name + " was issued from inside another "
@@ -97,11 +93,6 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
     long currentSequence() { return runningTicket; }
 
     /** Issues {@code op} now (its place in the order is fixed here) and runs it when its turn comes. */
-    <T> CompletableFuture<T> submit(OperationTrace.Kind kind, DType dtype, long bytes, int peer, Supplier<T> op) {
-        return submit(kind, dtype, null, bytes, peer, op);
-    }
-
-    /** As {@link #submit(OperationTrace.Kind, DType, long, int, Supplier)} with the array's shape. */
     <T> CompletableFuture<T> submit(OperationTrace.Kind kind, DType dtype, int[] shape, long bytes, int peer, Supplier<T> op) {
         CompletableFuture<T> result = new CompletableFuture<>();
         lock.lock();
@@ -167,6 +158,7 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
         current = fingerprint;
         changedAt = System.nanoTime();
         OperationEvent event = OperationTrace.begin();
+        trace.started(ticket, kind, dtype, shape, bytes, peer, async);
         Throwable failure = null;
         Watch w = watch;
         try {

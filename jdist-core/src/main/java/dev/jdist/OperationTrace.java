@@ -2,9 +2,9 @@ package dev.jdist;
 
 /**
  * The one place every operation of a group passes through on its way to the backend
- * ({@link OperationQueue} calls {@link #begin()} and {@link #end}): it gives each operation its
- * sequence number's meaning and emits a {@link OperationEvent} to JDK Flight Recorder. Per-operation
- * records kept by jdist itself belong here too.
+ * ({@link OperationQueue} calls {@link #begin()}, {@link #started} and {@link #end}): it gives each operation its
+ * sequence number's meaning, emits a {@link OperationEvent} to JDK Flight Recorder, and keeps the group's
+ * flight record ({@link OperationRing}, {@link FlightRecorder}).
  *
  * <p>Free when nobody records: the event object is not allocated when JFR is off (the compiler
  * removes it: it never leaves {@link OperationQueue}'s frame), and {@link OperationEvent#shouldCommit()}
@@ -46,6 +46,7 @@ final class OperationTrace {
     private final String backend;
     private final int rank;
     private final int size;
+    private final OperationRing ring;   // null when the flight recorder is off or the group has one rank
 
     /** @param group {@link #WORLD}, or {@link #splitLabel} of the parent's label */
     OperationTrace(String group, String backend, int rank, int size) {
@@ -53,6 +54,7 @@ final class OperationTrace {
         this.backend = backend;
         this.rank = rank;
         this.size = size;
+        this.ring = size > 1 ? FlightRecorder.register(group, backend, rank, size) : null;
     }
 
     /** A split's label: the same on every member, and different for every split of the parent. */
@@ -75,9 +77,23 @@ final class OperationTrace {
         return event;
     }
 
+    /** Operation {@code sequence} got its turn: into the flight record. {@code shape} is read now, not kept; null for split. */
+    void started(long sequence, Kind kind, DType dtype, int[] shape, long bytes, int peer, boolean async) {
+        if (ring != null) ring.begin(sequence, kind, dtype, shape, bytes, peer, async);
+    }
+
+    /** The group was closed: its flight record is the first to go when too many groups are kept. */
+    void close() {
+        if (ring != null) ring.close();
+    }
+
     /** Ends operation {@code sequence} of this group; {@code failure} is what it threw, or null. */
     void end(OperationEvent event, long sequence, Kind kind, DType dtype, long bytes, int peer, boolean async,
              Throwable failure) {
+        if (ring != null) {
+            ring.end(sequence, failure);
+            if (failure != null) FlightRecorder.failed(ring, sequence, failure);
+        }
         if (event == null || !event.shouldCommit()) return;
         event.operation = kind.mlxName;
         event.dtype = dtype == null ? null : dtype.mlxName();

@@ -13,7 +13,7 @@ import java.util.Optional;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** Spec collectives.md §2.2 and §2.3, every listed consequence, with fake backends instead of the ServiceLoader. */
+/** docs/reference/collectives.md §2.2 and §2.3, every listed consequence, with fake backends instead of the ServiceLoader. */
 class DistributedTest {
 
     /** A fake backend: configured or not, optionally failing even though configured; records its init calls. */

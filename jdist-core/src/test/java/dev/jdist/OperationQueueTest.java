@@ -22,11 +22,11 @@ class OperationQueueTest {
 
     /** An operation as the queue sees it; what it is does not matter to the ordering tested here. */
     private static <T> T run(OperationQueue q, java.util.function.Supplier<T> op) {
-        return q.run(OperationTrace.Kind.ALL_SUM, DType.FLOAT32, 4, -1, op);
+        return q.run(OperationTrace.Kind.ALL_SUM, DType.FLOAT32, new int[] {1}, 4, -1, op);
     }
 
     private static <T> CompletableFuture<T> submit(OperationQueue q, java.util.function.Supplier<T> op) {
-        return q.submit(OperationTrace.Kind.ALL_SUM, DType.FLOAT32, 4, -1, op);
+        return q.submit(OperationTrace.Kind.ALL_SUM, DType.FLOAT32, new int[] {1}, 4, -1, op);
     }
 
     @Test

@@ -41,10 +41,14 @@ public class OperationTraceBenchmark {
     @Param({"none", "disabled", "enabled"})
     public String jfr;
 
+    @Param({"0", "1024"})
+    public int flight;
+
     private Group group;
     private Array x;
     private Recording recording;
     private Path file;
+    private Path flightDir;
 
     /** A backend that moves no bytes. */
     private static final class NoOpImpl implements GroupImpl {
@@ -62,6 +66,8 @@ public class OperationTraceBenchmark {
 
     @Setup(Level.Trial)
     public void setUp() throws IOException {
+        flightDir = Files.createTempDirectory("jdist-flight-bench");   // nothing fails here, so it stays empty
+        FlightRecorder.resetForTesting(flight, flightDir);
         group = new Group(new NoOpImpl(), OperationTrace.WORLD);
         x = Array.ones(DType.FLOAT32, 1);
         if (!jfr.equals("none")) {
@@ -82,6 +88,7 @@ public class OperationTraceBenchmark {
             Files.deleteIfExists(file);
         }
         group.close();
+        Files.deleteIfExists(flightDir);
     }
 
     @Benchmark

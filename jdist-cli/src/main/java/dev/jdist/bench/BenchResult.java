@@ -12,8 +12,8 @@ package dev.jdist.bench;
  * @param wrong        elements that differed from the expected result (checked after the timed iterations)
  * @param peakRssBytes the largest peak resident set size over the ranks, after this row
  * @param peakRssBytesPerRank each rank's peak resident set size after this row (JSON output; rank order)
- * @param algorithm    the algorithm that ran ({@code ring}, {@code rd}, {@code rhd}, {@code rh}, {@code bruck}: spec
- *                     collectives.md §10), or the backend's name where it chooses its own
+ * @param algorithm    the algorithm that ran ({@code ring}, {@code rd}, {@code rhd}, {@code rh}, {@code bruck}:
+ *                     docs/reference/collectives.md §10), or the backend's name where it chooses its own
  * @param hosts        how many hosts the ranks ran on (0: unknown)
  */
 public record BenchResult(String op, String mode, long bytes, long count, String type, String redop, int ranks,

@@ -101,7 +101,10 @@ public final class BenchWorker {
                 BenchOp op = BenchOp.parse(opName);
                 CollectiveKind kind = kindOf(op);
                 if (kind == null) continue;
-                List<Algorithm> candidates = Arrays.stream(Algorithm.values()).filter(a -> a.supports(kind)).toList();
+                // the hierarchical algorithms only where they apply: several hosts, some with several ranks (docs/reference/collectives.md §10.11)
+                boolean hierarchy = rg.hostLayout().map(h -> h.hosts() > 1 && h.sharesHosts()).orElse(false);
+                List<Algorithm> candidates = Arrays.stream(Algorithm.values())
+                        .filter(a -> a.supports(kind) && (hierarchy || !a.hierarchical())).toList();
                 for (Algorithm a : candidates) {
                     rg.useAlgorithmPolicy(base.forcing(kind, a));
                     warmUp(group, op, dtype);

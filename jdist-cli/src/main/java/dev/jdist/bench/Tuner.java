@@ -15,7 +15,7 @@ import java.util.Set;
 import java.util.TreeMap;
 
 /**
- * Turns the rows of a {@code jdist bench --tune} run into rules (spec collectives.md §10.9), pure: for each collective,
+ * Turns the rows of a {@code jdist bench --tune} run into rules (docs/reference/collectives.md §10.9), pure: for each collective,
  * the algorithm of each measured size, chosen so that the total slowdown against the fastest of every size is least
  * with a cost per change of algorithm (a noisy row does not split a run into pieces); each run of sizes with one
  * algorithm becomes one rule for this rank count and kind of topology. Sizes outside the measured range are left to

@@ -26,7 +26,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 
-/** {@code jdist config}: discover, check and configure a cluster, and write its hostfile ({@code distributed-config.md}). */
+/** {@code jdist config}: discover, check and configure a cluster, and write its hostfile ({@code docs/reference/distributed-config.md}). */
 @Command(name = "config",
         description = {"Check ssh access to the hosts, read their Thunderbolt wiring (or their Ethernet addresses),",
                 "check it forms a mesh or a ring, plan an IP subnet per cable, set the interfaces up (or print",
@@ -101,7 +101,7 @@ public final class ConfigCommand implements Callable<Integer>, MlxCounterpart {
         }
         choice("--platform", platform, "macos", "linux");
         // the launcher's host model, so both commands accept and reject the same --hosts and hostfiles; of a hostfile,
-        // config uses the ssh and ips of each host (distributed-config.md §2)
+        // config uses the ssh and ips of each host (docs/reference/distributed-config.md §2)
         List<HostEntry> hostList = hostfile != null
                 ? Hostfile.read(hostfile.toString()).hosts().stream().map(h -> new HostEntry(h.ssh(), h.ips())).toList()
                 : HostList.parse(hosts, 1);

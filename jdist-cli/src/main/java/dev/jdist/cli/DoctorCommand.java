@@ -16,12 +16,13 @@ import java.util.Optional;
 import java.util.concurrent.Callable;
 
 /** {@code jdist doctor}: checks, before a job starts, what {@code jdist launch} assumes about every host. */
-@Command(name = "doctor", mixinStandardHelpOptions = true,
+@Command(name = "doctor", mixinStandardHelpOptions = true, subcommands = DoctorAnalyzeCommand.class,
         description = {"Check the hosts of a job before launching it: ssh key login, the same JDK and jdist paths,",
                 "the program's path, free ring ports; and which backends this machine can use.",
                 "With --env: which job Distributed.init() would find in this environment (Slurm, torchrun, ...).",
                 "Example: jdist doctor --hostfile ring-4.json examples/AllSum.java",
-                "         srun -n 4 jdist doctor --env"},
+                "         srun -n 4 jdist doctor --env",
+                "After a failed job: jdist doctor analyze DIR (the job's flight records)."},
         footer = {"Exit status: 0 when every check passes, 1 when one fails, 2 for usage errors."})
 public final class DoctorCommand implements Callable<Integer> {
 

@@ -12,7 +12,7 @@ import java.util.regex.Pattern;
  * The one place where a failed {@code jdist} command becomes output and an exit status: picocli's parse errors and
  * every {@link CliFailure} thrown while a subcommand runs.
  * <ul>
- *   <li>Usage errors are printed the way MLX's argparse-based tools print them ({@code launcher.md} §1.3 and §10): a
+ *   <li>Usage errors are printed the way MLX's argparse-based tools print them ({@code docs/reference/launcher.md} §1.3 and §10): a
  *       usage line, then {@code jdist SUB: error: MESSAGE}, exit 2, with picocli's messages put into argparse's words
  *       where scripts know them. A usage {@link CliFailure} of {@code bench} or {@code doctor} (no MLX counterpart)
  *       prints the error line alone.</li>

@@ -17,7 +17,7 @@ import java.util.function.BiFunction;
 import java.util.stream.Collectors;
 
 /**
- * The flow of {@code jdist config} ({@code distributed-config.md} §2): check ssh, collect the wiring, check the
+ * The flow of {@code jdist config} ({@code docs/reference/distributed-config.md} §2): check ssh, collect the wiring, check the
  * topology, choose the backend, plan the addresses, apply or print the commands, write the hostfile. Returns the exit
  * status; never waits on a host without a deadline.
  */

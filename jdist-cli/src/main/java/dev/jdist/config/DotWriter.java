@@ -2,7 +2,7 @@ package dev.jdist.config;
 
 import java.util.List;
 
-/** The Thunderbolt wiring as a GraphViz graph ({@code distributed-config.md} §5), byte-compatible with MLX except that labels are escaped. */
+/** The Thunderbolt wiring as a GraphViz graph ({@code docs/reference/distributed-config.md} §5), byte-compatible with MLX except that labels are escaped. */
 public final class DotWriter {
     private DotWriter() {
     }

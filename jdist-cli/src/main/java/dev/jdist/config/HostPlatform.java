@@ -6,7 +6,7 @@ import java.util.Optional;
 
 /**
  * The host-side commands of {@code jdist config}: macOS ({@link MacOsPlatform}, MLX's commands byte for byte) or the
- * Linux extension of {@code distributed-config.md} §12 ({@link LinuxPlatform}). The analysis and the hostfile rules are
+ * Linux extension of {@code docs/reference/distributed-config.md} §12 ({@link LinuxPlatform}). The analysis and the hostfile rules are
  * shared.
  */
 public interface HostPlatform {

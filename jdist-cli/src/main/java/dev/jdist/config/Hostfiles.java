@@ -7,7 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BiFunction;
 
-/** Builds the hostfile for each backend ({@code distributed-config.md} §10) from the hosts, the topology and the IP plan. */
+/** Builds the hostfile for each backend ({@code docs/reference/distributed-config.md} §10) from the hosts, the topology and the IP plan. */
 public final class Hostfiles {
     private Hostfiles() {
     }

@@ -8,7 +8,7 @@ import java.util.List;
 
 /**
  * Point-to-point /30 subnets for every Thunderbolt cable between listed hosts
- * ({@code distributed-config.md} §8): cable k, in discovery order, gets
+ * ({@code docs/reference/distributed-config.md} §8): cable k, in discovery order, gets
  * {@code 192.168.⌊k/64⌋.(4·(k mod 64)+1)} on the end found first (the lower-index host) and
  * {@code ….(4·(k mod 64)+2)} on the other.
  */

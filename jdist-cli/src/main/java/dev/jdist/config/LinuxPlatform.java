@@ -12,7 +12,7 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The Linux extension ({@code distributed-config.md} §12): addresses from {@code ip -j}, Thunderbolt cables from
+ * The Linux extension ({@code docs/reference/distributed-config.md} §12): addresses from {@code ip -j}, Thunderbolt cables from
  * sysfs (the {@code thunderbolt-net} interfaces and their XDomain peers), RDMA devices from {@code rdma -j link show}
  * or {@code ibv_devices}, and the plan applied with {@code ip}.
  */

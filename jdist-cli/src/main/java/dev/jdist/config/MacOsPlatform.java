@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
-/** The macOS commands of {@code distributed-config.md} §4, §6.4 and §9, exactly as MLX runs them. */
+/** The macOS commands of {@code docs/reference/distributed-config.md} §4, §6.4 and §9, exactly as MLX runs them. */
 public final class MacOsPlatform implements HostPlatform {
 
     @Override

@@ -8,7 +8,7 @@ import java.util.Set;
 
 /**
  * The rings (cycles) of a connectivity matrix, found by the deterministic depth-first search of
- * {@code distributed-config.md} §6.3: start at each host in order, visit neighbours in ascending order,
+ * {@code docs/reference/distributed-config.md} §6.3: start at each host in order, visit neighbours in ascending order,
  * keep the first cycle found for each set of hosts, then stable-sort longest first. {@code rings.get(0)}
  * is the ring used for configuration; its order is the rank order of the ring hostfile.
  */

@@ -8,7 +8,7 @@ import java.util.function.Consumer;
 
 /**
  * The {@code [INFO]}/{@code [WARN]}/{@code [ERROR]} lines of {@code jdist launch} and {@code jdist config} on
- * stderr (launcher.md §9): colour escape, tag, one space, the message, one space, reset. INFO only when
+ * stderr (docs/reference/launcher.md §9): colour escape, tag, one space, the message, one space, reset. INFO only when
  * verbose; {@code NO_COLOR} turns colours off. Lines never interleave with ranks' forwarded output.
  */
 public final class ConsoleLog {

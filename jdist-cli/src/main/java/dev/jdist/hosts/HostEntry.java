@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * One host of a job or a cluster (launcher.md §2): {@code ssh} (what ssh connects to; exactly {@code 127.0.0.1}
+ * One host of a job or a cluster (docs/reference/launcher.md §2): {@code ssh} (what ssh connects to; exactly {@code 127.0.0.1}
  * means local), {@code ips} (how other ranks reach it) and {@code rdma} (a jaccl matrix row: items are null, a String
  * or a List of Strings). One entry per rank in a job; one per machine in {@code jdist config}.
  */

@@ -6,7 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The {@code --hosts} host list (launcher.md §2.2): comma-separated pieces, each repeated {@code repeat} times
+ * The {@code --hosts} host list (docs/reference/launcher.md §2.2): comma-separated pieces, each repeated {@code repeat} times
  * consecutively ({@code -n}); a piece that is an IP literal is also the host's address.
  */
 public final class HostList {

@@ -21,7 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * An MLX hostfile (launcher.md §2.4), read and written here only. It reads both forms MLX accepts: the list form (a
+ * An MLX hostfile (docs/reference/launcher.md §2.4), read and written here only. It reads both forms MLX accepts: the list form (a
  * bare array of hosts) and the object form ({@code {"backend", "envs", "hosts"}}); parsing checks every type MLX
  * leaves unchecked, and each error names the file, the host index and the field. It writes the object form as
  * {@code jdist config} and {@code mlx.distributed_config} do ({@link #toJson()}).

@@ -3,7 +3,7 @@ package dev.jdist.launch;
 import java.util.List;
 
 /**
- * The POSIX-sh scripts a rank's host runs (launcher.md §6.2, §8.3): the bootstrap that writes the pid file,
+ * The POSIX-sh scripts a rank's host runs (docs/reference/launcher.md §6.2, §8.3): the bootstrap that writes the pid file,
  * prints the handshake, changes directory, exports the environment, creates the temporary files and execs
  * the program; and the kill step. Both run unchanged under sh, dash, bash and zsh.
  */

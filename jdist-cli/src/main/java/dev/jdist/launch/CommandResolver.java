@@ -11,7 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Turns the command tokens into the argv every rank executes (launcher.md §1.4): {@code --python},
+ * Turns the command tokens into the argv every rank executes (docs/reference/launcher.md §1.4): {@code --python},
  * a {@code .java} source file, a {@code .jar}, a main class (with {@code --class-path}), or any command as-is.
  * Java targets get jdist's own jar on the class path and the JVM flags jdist needs.
  */

@@ -10,7 +10,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Computes every rank's environment for the ring, jaccl, jaccl-ring and nccl backends (launcher.md §4–§5),
+ * Computes every rank's environment for the ring, jaccl, jaccl-ring and nccl backends (docs/reference/launcher.md §4–§5),
  * and validates the host list for the backend first. Pure: no processes, no files.
  */
 public final class EnvironmentPlan {
@@ -18,10 +18,21 @@ public final class EnvironmentPlan {
     public static final Set<String> BACKENDS = Set.of("ring", "mpi", "nccl", "jaccl", "jaccl-ring");
     public static final String BACKEND_ERROR = "The backend should be one of {'ring', 'mpi', 'nccl', 'jaccl', 'jaccl-ring'}";
 
-    /** The inputs of a plan. {@code columns}/{@code lines}: the terminal size, columns 0 = unknown. */
+    /**
+     * The inputs of a plan. {@code columns}/{@code lines}: the terminal size, columns 0 = unknown. {@code dumpDir}: the
+     * job's directory for flight records ({@code JDIST_DUMP_DIR}), or null for none.
+     */
     public record Inputs(String backend, List<HostEntry> hosts, List<String> hostfileEnvs, List<String> cliEnvs,
                          int columns, int lines, boolean verbose, int repeat, int connectionsPerIp,
-                         int startingPort, int ncclPort, String jobToken) {
+                         int startingPort, int ncclPort, String jobToken, String dumpDir) {
+
+        /** Without a flight-record directory. */
+        public Inputs(String backend, List<HostEntry> hosts, List<String> hostfileEnvs, List<String> cliEnvs,
+                      int columns, int lines, boolean verbose, int repeat, int connectionsPerIp,
+                      int startingPort, int ncclPort, String jobToken) {
+            this(backend, hosts, hostfileEnvs, cliEnvs, columns, lines, verbose, repeat, connectionsPerIp, startingPort, ncclPort,
+                    jobToken, null);
+        }
     }
 
     /** The plan: per-rank environments plus warnings to print once (invalid env entries). */
@@ -114,6 +125,9 @@ public final class EnvironmentPlan {
             }
             if (in.jobToken() != null) {
                 env.add(new EnvEntry("JDIST_JOB_TOKEN", in.jobToken()));
+            }
+            if (in.dumpDir() != null) {
+                env.add(new EnvEntry("JDIST_DUMP_DIR", in.dumpDir()));
             }
             ranks.add(new RankPlan(r, hosts.get(r), env, files, dropHostfile));
         }

@@ -1,18 +1,21 @@
 package dev.jdist.launch;
 
 import dev.jdist.console.ConsoleLog;
+import dev.jdist.flight.FlightAnalysis;
 import dev.jdist.hosts.HostEntry;
 
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Starts every rank, broadcasts stdin, watches the ranks and applies the failure rule (launcher.md §6–§8):
+ * Starts every rank, broadcasts stdin, watches the ranks and applies the failure rule (docs/reference/launcher.md §6–§8):
  * the first rank that fails on its own ends all others; a signal to the launcher ends all ranks; the exit
  * status says what happened.
  */
@@ -164,6 +167,19 @@ public final class JobSupervisor {
             return firstFailureCode;
         }
         return 0;
+    }
+
+    /** After {@link #run}: how each rank's process ended, by rank (for the flight-record analysis). */
+    public Map<Integer, FlightAnalysis.RankEnd> rankEnds() {
+        Map<Integer, FlightAnalysis.RankEnd> ends = new TreeMap<>();
+        synchronized (ranks) {
+            for (RankProcess r : ranks) {
+                if (!r.isAlive()) {
+                    ends.put(r.rank(), new FlightAnalysis.RankEnd(r.process().exitValue(), r.terminatedByLauncher()));
+                }
+            }
+        }
+        return ends;
     }
 
     private void report(RankProcess rp) {

@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Where a job's ranks run (launcher.md §1.2): the options {@code jdist launch}, {@code jdist bench} and
+ * Where a job's ranks run (docs/reference/launcher.md §1.2): the options {@code jdist launch}, {@code jdist bench} and
  * {@code jdist doctor} share, as a picocli mixin. Numbers are kept as text and converted by the accessors, so every
  * command reports a bad value with MLX's words. {@code order} is the option's place in {@code jdist launch --help}
  * (the one help that lists options unsorted).

@@ -14,7 +14,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Parses {@code jdist launch}'s arguments with MLX's rules (launcher.md §1.3): options and command tokens
+ * Parses {@code jdist launch}'s arguments with MLX's rules (docs/reference/launcher.md §1.3): options and command tokens
  * intermixed, unknown options belong to the command, unambiguous long-option prefixes, last value wins,
  * the first {@code --} ends option scanning. A small normalising pass applies the argparse-specific rules
  * (prefixes, {@code --} placement, attached short values); picocli then binds the normalised tokens to

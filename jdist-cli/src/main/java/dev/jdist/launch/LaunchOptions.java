@@ -9,7 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The options of {@code jdist launch} (launcher.md §1.2): the job target and rank options it shares with bench and
+ * The options of {@code jdist launch} (docs/reference/launcher.md §1.2): the job target and rank options it shares with bench and
  * doctor, and its own. Integers are kept as text and validated afterwards so the error messages are MLX's. Parsed by
  * {@link LaunchArguments}; {@code order} fixes where each option stands in {@code --help}.
  */

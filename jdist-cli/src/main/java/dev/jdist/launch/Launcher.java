@@ -19,7 +19,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
-/** {@code jdist launch} from arguments to exit status, in the order of launcher.md §1.5. */
+/** {@code jdist launch} from arguments to exit status, in the order of docs/reference/launcher.md §1.5. */
 public final class Launcher {
 
     private final PrintStream out;
@@ -100,8 +100,10 @@ public final class Launcher {
         }
         TerminalSize term = TerminalSize.detect(env);
         String token = o.mlxCompatible || backend.equals("mpi") ? null : newJobToken();
+        JobFlightRecords records = JobFlightRecords.forNewJob(env);
         EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, hosts.hosts(), hosts.envs(), o.ranks.env,
-                term.columns(), term.lines(), o.verbose, p.repeat(), p.connectionsPerIp(), p.startingPort(), p.ncclPort(), token);
+                term.columns(), term.lines(), o.verbose, p.repeat(), p.connectionsPerIp(), p.startingPort(), p.ncclPort(), token,
+                records.dir().toString());
 
         if (backend.equals("mpi")) {
             return runMpi(inputs, o, argv, log);
@@ -137,7 +139,15 @@ public final class Launcher {
             installSignals(supervisor::signal);
             Runtime.getRuntime().addShutdownHook(new Thread(supervisor::emergencyStop, "jdist-launch-stop"));
         }
-        return supervisor.run(starts);
+        int status = supervisor.run(starts);
+        var ends = supervisor.rankEnds();
+        // Remote hosts to read records from: not one whose ssh failed on its own (255: most likely unreachable now)
+        List<HostEntry> remote = starts.stream().filter(st -> !st.host().isLocal())
+                .filter(st -> starts.stream().noneMatch(other -> other.host().ssh().equals(st.host().ssh()) && ends.containsKey(other.rank())
+                        && ends.get(other.rank()).exitCode() == 255 && !ends.get(other.rank()).endedByLauncher()))
+                .map(JobSupervisor.RankStart::host).toList();
+        records.afterJob(status == 0, remote, starts.size(), ends, ssh, log);
+        return status;
     }
 
     private static String newJobToken() {

@@ -12,7 +12,7 @@ import java.util.Optional;
 import java.util.regex.Pattern;
 
 /**
- * The mpi backend (launcher.md §5.5): library discovery, the temporary {@code host slots=N} file, and the
+ * The mpi backend (docs/reference/launcher.md §5.5): library discovery, the temporary {@code host slots=N} file, and the
  * {@code mpirun} argv in Open MPI 5 form (MLX's) or Open MPI 4 form.
  */
 public final class MpiLaunch {

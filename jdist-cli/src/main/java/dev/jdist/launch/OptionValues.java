@@ -4,7 +4,7 @@ import dev.jdist.console.CliFailure;
 
 import java.util.regex.Pattern;
 
-/** argparse's {@code int} and MLX's {@code positive_number} conversions, with their error messages (launcher.md §1.3). */
+/** argparse's {@code int} and MLX's {@code positive_number} conversions, with their error messages (docs/reference/launcher.md §1.3). */
 final class OptionValues {
     private static final Pattern INT = Pattern.compile("\\s*[+-]?[0-9]+\\s*");
 

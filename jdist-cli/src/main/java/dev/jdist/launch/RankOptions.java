@@ -7,7 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * What every rank of a job gets besides its place (launcher.md §1.2): extra environment variables and CPU binding.
+ * What every rank of a job gets besides its place (docs/reference/launcher.md §1.2): extra environment variables and CPU binding.
  * A picocli mixin shared by {@code jdist launch} and {@code jdist bench}; {@code order} as in {@link JobTargetOptions}.
  */
 public final class RankOptions {

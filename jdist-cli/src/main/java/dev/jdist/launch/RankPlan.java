@@ -5,7 +5,7 @@ import dev.jdist.hosts.HostEntry;
 import java.util.List;
 
 /**
- * What one rank gets: its host, the ordered environment entries (launcher.md §4.1 steps 1–4 and 6),
+ * What one rank gets: its host, the ordered environment entries (docs/reference/launcher.md §4.1 steps 1–4 and 6),
  * the file variables created on its host (step 5), and whether an inherited {@code MLX_HOSTFILE}
  * must be removed (single-rank ring).
  */

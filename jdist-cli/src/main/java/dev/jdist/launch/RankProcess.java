@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One rank's OS process on the launcher's machine: {@code /bin/bash -c BOOT} for a local rank, or
- * {@code ssh -tt ... HOST BOOT} for a remote one (launcher.md §6.1). Pumps its output to the {@link OutputSink}
+ * {@code ssh -tt ... HOST BOOT} for a remote one (docs/reference/launcher.md §6.1). Pumps its output to the {@link OutputSink}
  * (reading to end-of-file even after the process exits, bounded), takes the handshake line off stdout,
  * and knows how to terminate itself (§8.3).
  */

@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Runs an {@link SrunPlan}: one {@code srun}, whose labelled output is turned back into each rank's output and whose
- * task reports become the launcher's own report lines, so that the rules of launcher.md §7–§8 hold under Slurm too:
+ * task reports become the launcher's own report lines, so that the rules of docs/reference/launcher.md §7–§8 hold under Slurm too:
  * <ul>
  *   <li>output: every task line goes to the launcher's stdout or stderr, whole, with {@code --tag-output},
  *       {@code --timestamp-output} and {@code --output-dir} applied per rank ({@link OutputSink});</li>

@@ -9,7 +9,7 @@ import java.util.regex.Pattern;
 
 /**
  * Reads what {@code srun --label} prints, so that {@code jdist launch --launcher srun} keeps its own output and report
- * rules (launcher.md §7.1, §8.1): a task's line starts with its rank ({@code "  3: text"}, right-aligned); srun's own
+ * rules (docs/reference/launcher.md §7.1, §8.1): a task's line starts with its rank ({@code "  3: text"}, right-aligned); srun's own
  * lines on stderr say how tasks ended ({@code srun: error: node1: task 3: Exited with exit code 2},
  * {@code srun: error: node1: tasks 0-2,5: Killed}). Pure parsing.
  */

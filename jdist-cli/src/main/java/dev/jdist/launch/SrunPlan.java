@@ -56,7 +56,7 @@ public record SrunPlan(List<String> argv, List<EnvEntry> env, List<String> unset
      * @param allocationTasks the allocation's task count ({@code SLURM_NTASKS} where the launcher runs), or null
      * @param cwd          --cwd, or null (srun's default: the launcher's directory)
      * @param bindTo       --bind-to (null, none or core)
-     * @param command      the resolved argv (launcher.md §1.4)
+     * @param command      the resolved argv (docs/reference/launcher.md §1.4)
      * @param javaTarget   whether the command is a Java program (it finds the job itself)
      * @param handOff      how a task starts {@link HandOffTask}: java, its flags and class path (used when not a Java target)
      */
@@ -92,7 +92,7 @@ public record SrunPlan(List<String> argv, List<EnvEntry> env, List<String> unset
 
         List<String> a = new ArrayList<>();
         a.add(in.srun());
-        // the failure rule (launcher.md §8.2): the first task that fails ends the step
+        // the failure rule (docs/reference/launcher.md §8.2): the first task that fails ends the step
         a.add("--kill-on-bad-exit=1");
         // "R: " before every line, which the launcher turns into its own per-rank output (§7.1)
         a.add("--label");

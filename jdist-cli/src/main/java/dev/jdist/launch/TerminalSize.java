@@ -6,7 +6,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 
-/** The terminal size ranks get as COLUMNS/LINES (launcher.md §4.3): the environment first, else stdout's terminal. */
+/** The terminal size ranks get as COLUMNS/LINES (docs/reference/launcher.md §4.3): the environment first, else stdout's terminal. */
 public record TerminalSize(int columns, int lines) {
 
     public static TerminalSize detect(Map<String, String> env) {

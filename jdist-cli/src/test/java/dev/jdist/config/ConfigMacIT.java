@@ -66,7 +66,7 @@ class ConfigMacIT {
                 "sudo ifconfig en2 inet 192.168.0.10 netmask 255.255.255.252", "sudo route change 192.168.0.9 -interface en2",
                 "sudo ifconfig en3 inet 192.168.0.18 netmask 255.255.255.252", "sudo route change 192.168.0.17 -interface en3",
                 "sudo ifconfig en4 inet 192.168.0.22 netmask 255.255.255.252", "sudo route change 192.168.0.21 -interface en4");
-        // the stubs saw MLX's exact commands, in the spec's order
+        // the stubs saw MLX's exact commands, in the reference's order
         assertThat(macs.received(1)).containsSubsequence("sudo ls", "system_profiler SPThunderboltDataType -json",
                 "networksetup -listallhardwareports", "ibv_devices", "ipconfig getifaddr en0", "sudo ifconfig bridge0 down");
         assertThat(r.stderr()).contains("[INFO] Running ssh -o BatchMode=yes -o ConnectTimeout=5 mac2 sudo ifconfig bridge0 down ; ");

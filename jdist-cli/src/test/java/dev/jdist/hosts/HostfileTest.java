@@ -14,7 +14,7 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** launcher.md §2.4: both hostfile forms, every parse error, and the object form written back. */
+/** docs/reference/launcher.md §2.4: both hostfile forms, every parse error, and the object form written back. */
 class HostfileTest {
 
     @Test

@@ -17,7 +17,7 @@ import java.util.Optional;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** launcher.md §6.2: the bootstrap runs unchanged under POSIX shells and passes everything verbatim. */
+/** docs/reference/launcher.md §6.2: the bootstrap runs unchanged under POSIX shells and passes everything verbatim. */
 class BootstrapTest {
 
     @ParameterizedTest

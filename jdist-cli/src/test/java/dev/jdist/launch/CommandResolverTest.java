@@ -8,7 +8,7 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** launcher.md §1.4. Java ranks get jdist's JVM flags (BuildInfo: the root pom's jdist.jvm.flags), not the Vector API module. */
+/** docs/reference/launcher.md §1.4. Java ranks get jdist's JVM flags (BuildInfo: the root pom's jdist.jvm.flags), not the Vector API module. */
 class CommandResolverTest {
     private static final List<String> CORE = List.of("/opt/jdist/jdist.jar");
 

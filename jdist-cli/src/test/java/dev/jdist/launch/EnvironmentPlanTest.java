@@ -13,7 +13,7 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** launcher.md §4–§5 worked examples. */
+/** docs/reference/launcher.md §4–§5 worked examples. */
 class EnvironmentPlanTest {
 
     private static final List<HostEntry> THREE_BY_TWO = Hostfile.parse("h", """
@@ -87,6 +87,22 @@ class EnvironmentPlanTest {
         var plan = EnvironmentPlan.plan(new EnvironmentPlan.Inputs("ring", HostList.parse("127.0.0.1", 2), List.of(), List.of(),
                 0, 0, true, 1, 1, 32323, 12345, "abc"));
         assertThat(env(plan.ranks().get(1))).containsEntry("MLX_RING_VERBOSE", "1").containsEntry("JDIST_JOB_TOKEN", "abc");
+    }
+
+    @Test
+    void everyBackendsRanksGetTheJobsFlightRecordDirectoryAfterTheUsersEntries() {
+        for (String backend : List.of("ring", "nccl")) {
+            var plan = EnvironmentPlan.plan(new EnvironmentPlan.Inputs(backend, HostList.parse("127.0.0.1", 2), List.of(),
+                    List.of("JDIST_DUMP_DIR=/mine"), 0, 0, false, 2, 1, 32323, 12345, "abc", "/tmp/jdist-job-1"));
+            for (RankPlan r : plan.ranks()) {
+                assertThat(env(r)).containsEntry("JDIST_DUMP_DIR", "/tmp/jdist-job-1");
+                List<String> names = r.env().stream().map(EnvEntry::name).toList();
+                assertThat(names.lastIndexOf("JDIST_DUMP_DIR")).isEqualTo(names.indexOf("JDIST_JOB_TOKEN") + 1);
+            }
+        }
+        var none = EnvironmentPlan.plan(new EnvironmentPlan.Inputs("ring", HostList.parse("127.0.0.1", 2), List.of(), List.of(),
+                0, 0, false, 1, 1, 32323, 12345, null));
+        assertThat(env(none.ranks().get(0))).doesNotContainKey("JDIST_DUMP_DIR");
     }
 
     @Test

@@ -11,7 +11,7 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** launcher.md §1.3: MLX's argument rules. */
+/** docs/reference/launcher.md §1.3: MLX's argument rules. */
 class LaunchArgumentsTest {
 
     private static LaunchArguments.Parsed parse(String... args) {

@@ -19,7 +19,7 @@ import java.util.concurrent.TimeUnit;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-/** Real local jobs through the built CLI: output, stdin, failures, signals, options (launcher.md §6–§8). */
+/** Real local jobs through the built CLI: output, stdin, failures, signals, options (docs/reference/launcher.md §6–§8). */
 @Timeout(180)
 class LocalLaunchIT {
 

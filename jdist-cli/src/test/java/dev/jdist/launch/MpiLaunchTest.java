@@ -9,7 +9,7 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** launcher.md §5.5. */
+/** docs/reference/launcher.md §5.5. */
 class MpiLaunchTest {
 
     @Test

@@ -9,7 +9,6 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -263,7 +262,7 @@ public final class SlurmCluster implements AutoCloseable {
         }
         stopStepDaemons(dir);
         for (int i = daemons.size() - 1; i >= 0; i--) stop(daemons.get(i).toHandle());
-        deleteRecursively(dir);
+        TestFiles.deleteRecursively(dir);
         if (Thread.currentThread() != hook) {
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
@@ -325,7 +324,7 @@ public final class SlurmCluster implements AutoCloseable {
                         // not started, or already gone
                     }
                 }
-                deleteRecursively(d);
+                TestFiles.deleteRecursively(d);
             }
         } catch (IOException ignored) {
             // nothing to clean
@@ -341,20 +340,6 @@ public final class SlurmCluster implements AutoCloseable {
         }
     }
 
-    private static void deleteRecursively(Path root) {
-        if (root == null || !Files.exists(root)) return;
-        try (Stream<Path> walk = Files.walk(root)) {
-            walk.sorted(Comparator.reverseOrder()).forEach(p -> {
-                try {
-                    Files.deleteIfExists(p);
-                } catch (IOException ignored) {
-                    // best effort
-                }
-            });
-        } catch (IOException ignored) {
-            // best effort
-        }
-    }
 
     @Override
     public String toString() {

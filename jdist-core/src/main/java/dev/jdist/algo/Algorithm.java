@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 
-/** The algorithms a group of jdist ranks chooses from (spec collectives.md §10.5–§10.9), by the names users write. */
+/** The algorithms a group of jdist ranks chooses from (docs/reference/collectives.md §10.5–§10.9), by the names users write. */
 public enum Algorithm {
     /** The ring: MLX's schedules (§3.6, §3.7) and jdist's ring sum_scatter (§9), on the ring's own connections. */
     RING("ring", "the ring", EnumSet.allOf(CollectiveKind.class)),
@@ -17,7 +17,14 @@ public enum Algorithm {
     /** Recursive halving (§10.7): a reduce-scatter in log2 n rounds. */
     RH("rh", "recursive halving", EnumSet.of(CollectiveKind.SUM_SCATTER)),
     /** Bruck's all-gather (§10.8): ceil(log2 n) rounds for any n. */
-    BRUCK("bruck", "Bruck's all-gather", EnumSet.of(CollectiveKind.ALL_GATHER));
+    BRUCK("bruck", "Bruck's all-gather", EnumSet.of(CollectiveKind.ALL_GATHER)),
+    /**
+     * Hierarchical (§10.11): shared memory inside each host, the network between hosts, every member of a host owning a
+     * stripe of the data (as many stripes as the smallest host has members).
+     */
+    HIER("hier", "hierarchical, striped", EnumSet.allOf(CollectiveKind.class)),
+    /** Hierarchical with one stripe: one leader per host talks to the other hosts (§10.11). */
+    HIER_LEADER("hier-leader", "hierarchical, one leader per host", EnumSet.allOf(CollectiveKind.class));
 
     private final String text;
     private final String description;
@@ -33,6 +40,9 @@ public enum Algorithm {
     public String text() { return text; }
 
     public String description() { return description; }
+
+    /** Whether this is one of the hierarchical algorithms (§10.11), which need to know which members share a host. */
+    public boolean hierarchical() { return this == HIER || this == HIER_LEADER; }
 
     /** Whether this algorithm implements {@code kind}. */
     public boolean supports(CollectiveKind kind) { return kinds.contains(kind); }

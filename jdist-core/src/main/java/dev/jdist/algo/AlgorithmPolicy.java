@@ -11,7 +11,7 @@ import java.util.EnumMap;
 import java.util.Map;
 
 /**
- * How a group of jdist ranks chooses the algorithm of each collective (spec collectives.md §10.9): {@code JDIST_ALGO}
+ * How a group of jdist ranks chooses the algorithm of each collective (docs/reference/collectives.md §10.9): {@code JDIST_ALGO}
  * forces one, else the first matching rule of {@code JDIST_ALGO_RULES}'s file, else of jdist's defaults, else the ring.
  * {@link #choose} is the one place that decides; every rank must decide alike, so the members compare
  * {@link #digest()}s when the mesh forms.
@@ -104,13 +104,16 @@ public final class AlgorithmPolicy {
 
     /**
      * The algorithm of one operation: of {@code kind}, {@code bytes} counted as {@link CollectiveKind} says, on
-     * {@code topology}. Forced first; then, on a ring over shared memory, the ring (the mesh is TCP); then the rules.
+     * {@code topology}. Forced first; then, on a ring over shared memory, the ring (the mesh is TCP); then the user's
+     * rules; then, when the group spans several hosts and some host runs more than one member, the hierarchy (§10.11);
+     * then jdist's default rules.
      */
     public Algorithm choose(CollectiveKind kind, long bytes, Topology topology) {
         Algorithm f = forced.get(kind);
         if (f != null) return f;
         if (topology.sharedMemoryRing()) return Algorithm.RING;
         AlgorithmRules.Rule r = userRules == null ? null : userRules.match(kind, bytes, topology);
+        if (r == null && topology.hostsShared()) return Algorithm.HIER;
         if (r == null) r = defaults.match(kind, bytes, topology);
         return r == null ? Algorithm.RING : r.algorithm();
     }

@@ -22,7 +22,7 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * Size rules for choosing an algorithm (spec collectives.md §10.9): an ordered list of {@link Rule}s, the first that
+ * Size rules for choosing an algorithm (docs/reference/collectives.md §10.9): an ordered list of {@link Rule}s, the first that
  * matches an operation wins, none matching means the ring. jdist's defaults are a rules file in its jar
  * ({@code dev/jdist/algo/default-rules.json}); {@code jdist bench --tune} writes one for a user's cluster, which a job
  * reads from {@code JDIST_ALGO_RULES} ahead of the defaults. Every file is validated as a hostfile is: each problem a

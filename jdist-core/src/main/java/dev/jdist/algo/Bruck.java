@@ -5,7 +5,7 @@ import dev.jdist.mesh.MeshSchedule;
 import static dev.jdist.mesh.MeshSchedule.Buffer.WORK;
 
 /**
- * Bruck's all-gather (spec collectives.md §10.8): {@code ceil(log2 n)} rounds for any n, no fold. Before round k rank r
+ * Bruck's all-gather (docs/reference/collectives.md §10.8): {@code ceil(log2 n)} rounds for any n, no fold. Before round k rank r
  * holds the blocks {@code r, r+1, ..., r+2^k-1} (mod n); it sends the first {@code min(2^k, n-2^k)} of them to rank
  * {@code r - 2^k} and receives as many from rank {@code r + 2^k}, each straight into its place in the output (no final
  * rotation). A run of blocks that wraps past block n-1 is two messages.

@@ -3,7 +3,7 @@ package dev.jdist.algo;
 import java.util.Locale;
 
 /**
- * The collectives that choose an algorithm (spec collectives.md §10.9), and how each one's size is counted for the
+ * The collectives that choose an algorithm (docs/reference/collectives.md §10.9), and how each one's size is counted for the
  * choice: the bytes of the size column of {@code jdist bench} (nccl-tests' convention), so that measured crossovers go
  * into a rules file unchanged.
  */

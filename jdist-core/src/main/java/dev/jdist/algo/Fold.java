@@ -1,7 +1,7 @@
 package dev.jdist.algo;
 
 /**
- * The usual fold of a group whose size is not a power of two onto one that is (spec collectives.md §10.4): with
+ * The usual fold of a group whose size is not a power of two onto one that is (docs/reference/collectives.md §10.4): with
  * {@code m} the largest power of two not above {@code n} and {@code e = n - m}, the first {@code 2e} ranks pair up
  * ({@code 2i}, {@code 2i+1}); the even rank of each pair hands its data to the odd one before the power-of-two part and
  * gets the result back after it. The odd rank of pair i plays virtual rank {@code i}; rank {@code q >= 2e} plays

@@ -9,7 +9,7 @@ import static dev.jdist.mesh.MeshSchedule.Buffer.SCRATCH;
 import static dev.jdist.mesh.MeshSchedule.Buffer.WORK;
 
 /**
- * Rabenseifner's all-reduce (spec collectives.md §10.6): a reduce-scatter by recursive halving, then an all-gather by
+ * Rabenseifner's all-reduce (docs/reference/collectives.md §10.6): a reduce-scatter by recursive halving, then an all-gather by
  * recursive doubling, over the {@link Fold}'s {@code m} virtual ranks; the vector is cut into {@code m} segments as the
  * ring cuts a part (§3.6.3 with {@code m} for {@code n}). Each rank sends about {@code 2N} bytes in {@code 2 log2 m}
  * rounds: latency of recursive doubling, bandwidth close to the ring's. The combines are those of

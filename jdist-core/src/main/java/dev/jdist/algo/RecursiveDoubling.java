@@ -6,7 +6,7 @@ import static dev.jdist.mesh.MeshSchedule.Buffer.SCRATCH;
 import static dev.jdist.mesh.MeshSchedule.Buffer.WORK;
 
 /**
- * Recursive doubling (spec collectives.md §10.5): {@code log2 m} steps in which each (virtual) rank exchanges everything
+ * Recursive doubling (docs/reference/collectives.md §10.5): {@code log2 m} steps in which each (virtual) rank exchanges everything
  * it has with the rank whose virtual number differs in bit t, after the {@link Fold} for sizes that are not powers of
  * two. Latency-optimal: {@code ceil(log2 n)} rounds (+2 with a fold), at the price of sending the whole vector in each.
  */

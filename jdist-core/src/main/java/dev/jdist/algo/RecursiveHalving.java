@@ -6,7 +6,7 @@ import static dev.jdist.mesh.MeshSchedule.Buffer.SCRATCH;
 import static dev.jdist.mesh.MeshSchedule.Buffer.WORK;
 
 /**
- * sum_scatter by recursive halving (spec collectives.md §10.7), over the {@link Fold}'s {@code m} virtual ranks. Virtual
+ * sum_scatter by recursive halving (docs/reference/collectives.md §10.7), over the {@link Fold}'s {@code m} virtual ranks. Virtual
  * chunk v is the real chunks of the ranks virtual rank v stands for (contiguous). In step t virtual rank v keeps the
  * virtual chunks whose bit t equals its own and sends the others of its set to its partner {@code v ^ 2^t}, so after
  * step t it holds the chunks {@code j ≡ v (mod 2^(t+1))} and at the end its own. The combines are those of

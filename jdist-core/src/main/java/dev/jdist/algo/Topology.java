@@ -1,7 +1,7 @@
 package dev.jdist.algo;
 
 /**
- * What the choice of an algorithm knows about where a group's members run (spec collectives.md §10.9). One record, so
+ * What the choice of an algorithm knows about where a group's members run (docs/reference/collectives.md §10.9). One record, so
  * that later rules (ranks per host, a hierarchy inside hosts) add fields here and conditions in {@link AlgorithmRules},
  * and {@link AlgorithmPolicy#choose} stays the one place that decides.
  *
@@ -18,4 +18,7 @@ public record Topology(int ranks, int hosts, boolean sharedMemoryRing) {
 
     /** Every member on one host. */
     public boolean oneHost() { return hosts == 1; }
+
+    /** Several hosts, and some host runs more than one member: where the hierarchical algorithms pay (§10.11). */
+    public boolean hostsShared() { return hosts > 1 && ranks > hosts; }
 }

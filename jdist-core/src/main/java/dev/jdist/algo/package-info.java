@@ -2,7 +2,8 @@
  * The size-aware algorithms between jdist ranks as pure schedule builders, and the one place that chooses among them
  * (docs/reference/collectives.md §10.4–§10.9): {@link dev.jdist.algo.RecursiveDoubling},
  * {@link dev.jdist.algo.HalvingDoubling} (Rabenseifner), {@link dev.jdist.algo.RecursiveHalving},
- * {@link dev.jdist.algo.Bruck}; {@link dev.jdist.algo.AlgorithmPolicy} reads {@code JDIST_ALGO} and
+ * {@link dev.jdist.algo.Bruck}, and for members that share hosts {@link dev.jdist.algo.Hierarchical} over a
+ * {@link dev.jdist.algo.HostLayout} (§10.11); {@link dev.jdist.algo.AlgorithmPolicy} reads {@code JDIST_ALGO} and
  * {@code JDIST_ALGO_RULES} ({@link dev.jdist.algo.AlgorithmRules}) and decides from the size and the
  * {@link dev.jdist.algo.Topology}. No sockets: {@code dev.jdist.mesh} runs the schedules.
  */

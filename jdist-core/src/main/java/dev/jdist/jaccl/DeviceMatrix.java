@@ -12,7 +12,7 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * The JACCL device file (spec collectives.md §4.1): an {@code n × n} JSON matrix whose item
+ * The JACCL device file (docs/reference/collectives.md §4.1): an {@code n × n} JSON matrix whose item
  * {@code [q][p]} names the ibverbs device(s) on host q that reach host p ({@code null}, a string,
  * or an array of strings). Shape errors are {@link ConfigException}s; the validity rules for a mesh
  * and a ring are answered by {@link #meshProblem()} and {@link #ringProblem()}.

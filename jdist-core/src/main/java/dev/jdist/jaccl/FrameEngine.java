@@ -16,7 +16,7 @@ import java.util.function.BooleanSupplier;
 
 /**
  * Moves streams of whole frames over an {@link RdmaTransport}, two frames in flight per stream
- * (spec collectives.md §4.4): receives are posted before sends, a slot is re-posted as soon as it is
+ * (docs/reference/collectives.md §4.4): receives are posted before sends, a slot is re-posted as soon as it is
  * consumed, every completion's status is checked (an error is {@link PeerLostException}), and no
  * completion on any queue pair for {@code JDIST_TIMEOUT} while work is outstanding is a
  * {@link DeadlineExceededException} naming the peers still owed. Either failure marks the engine

@@ -1,6 +1,6 @@
 package dev.jdist.jaccl;
 
-/** Frame classes (spec collectives.md §4.4): {@code F(c) = 4096 * 2^c}, {@code c = 0..7}, two pipeline slots each. */
+/** Frame classes (docs/reference/collectives.md §4.4): {@code F(c) = 4096 * 2^c}, {@code c = 0..7}, two pipeline slots each. */
 public final class Frames {
     public static final int CLASSES = 8;
     public static final int SLOTS = 2;

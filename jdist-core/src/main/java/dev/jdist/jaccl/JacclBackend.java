@@ -15,7 +15,7 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The JACCL backend (spec collectives.md §4): RDMA through libibverbs, configured by
+ * The JACCL backend (docs/reference/collectives.md §4): RDMA through libibverbs, configured by
  * {@code MLX_RANK}, {@code MLX_IBV_DEVICES} and {@code MLX_JACCL_COORDINATOR} (or their
  * {@code JACCL_*} names) exactly as MLX's; {@code MLX_JACCL_RING} prefers the ring topology.
  * Available when the ibverbs library ({@code JDIST_JACCL_LIB}, default {@code libibverbs.so.1},

@@ -11,7 +11,7 @@ import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
- * The JACCL configuration from the environment (spec collectives.md §4.1). For each item the
+ * The JACCL configuration from the environment (docs/reference/collectives.md §4.1). For each item the
  * {@code JACCL_*} name is looked up first, then the {@code MLX_*} name. jdist extensions:
  * {@code JDIST_TIMEOUT} (deadline for set-up and for progress of every operation),
  * {@code JDIST_JACCL_QP} ({@code uc}, the default, or {@code rc}), {@code JDIST_JACCL_LIB} (the

@@ -13,7 +13,7 @@ import java.util.function.Supplier;
 
 /**
  * A JACCL group: the side channel (kept open for the group's lifetime, carrying nothing after
- * set-up), the RDMA transport, and the mesh or ring algorithms over it (spec collectives.md §4).
+ * set-up), the RDMA transport, and the mesh or ring algorithms over it (docs/reference/collectives.md §4).
  *
  * <p>Teardown cannot hang or crash: {@link #close()} first ends any operation still running on another thread (it
  * fails at its next poll), waits for it to leave the verbs calls for at most {@link #CLOSE_WAIT}, and only then
@@ -106,7 +106,7 @@ public final class JacclGroup implements GroupImpl {
         }
     }
 
-    /** Every member is jdist: the job's liveness watch ends waits for lost peers and sets the progress deadline (spec §11). */
+    /** Every member is jdist: the job's liveness watch ends waits for lost peers and sets the progress deadline (docs/reference/collectives.md §11). */
     @Override
     public void useLiveness(Liveness liveness) {
         engine.useLiveness(liveness);

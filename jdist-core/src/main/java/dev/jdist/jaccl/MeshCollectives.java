@@ -13,7 +13,7 @@ import static dev.jdist.jaccl.JacclCollectives.copy;
 import static dev.jdist.jaccl.JacclCollectives.frames;
 
 /**
- * The JACCL mesh algorithms (spec collectives.md §4.5): every rank has a queue pair to every other
+ * The JACCL mesh algorithms (docs/reference/collectives.md §4.5): every rank has a queue pair to every other
  * rank. Frame classes follow the whole message's byte count; reductions use the JACCL rule of §1.3.
  */
 final class MeshCollectives implements JacclCollectives {

@@ -3,7 +3,7 @@ package dev.jdist.jaccl;
 import java.lang.foreign.MemorySegment;
 
 /**
- * What the JACCL algorithms need from verbs (spec collectives.md §4.4): registered buffers,
+ * What the JACCL algorithms need from verbs (docs/reference/collectives.md §4.4): registered buffers,
  * whole-frame two-sided SEND/RECV posted per queue pair, and a completion queue per queue pair.
  * {@link VerbsTransport} implements it over libibverbs; the tests use an in-memory fabric with the
  * same semantics (whole frames, per-QP FIFO order, completions with a status).

@@ -14,7 +14,7 @@ import static dev.jdist.jaccl.JacclCollectives.copy;
 import static dev.jdist.jaccl.JacclCollectives.frames;
 
 /**
- * The JACCL ring algorithms (spec collectives.md §4.6) over {@code m} wires to each neighbour:
+ * The JACCL ring algorithms (docs/reference/collectives.md §4.6) over {@code m} wires to each neighbour:
  * {@code left[w]} is connection {@code w}, {@code right[w]} is {@code m + w}. Direction 0 sends to
  * the right and receives from the left; direction 1 the reverse. Each step runs every
  * (direction, wire) stream at once; the frame class follows the per-wire slice in bytes.

@@ -10,7 +10,7 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * The JACCL side channel (spec collectives.md §4.2): one primitive, a rank-ordered all-gather of
+ * The JACCL side channel (docs/reference/collectives.md §4.2): one primitive, a rank-ordered all-gather of
  * equal-sized byte strings, and the typed exchanges MLX builds on it. The default implementation is
  * {@link TcpSideChannel}; {@link #custom} adapts a user-supplied all-gather function.
  */

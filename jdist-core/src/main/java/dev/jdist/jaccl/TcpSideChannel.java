@@ -22,7 +22,7 @@ import java.util.TreeSet;
 import java.util.function.Consumer;
 
 /**
- * The default JACCL side channel [wire] (spec collectives.md §4.2): a TCP star through rank 0.
+ * The default JACCL side channel [wire] (docs/reference/collectives.md §4.2): a TCP star through rank 0.
  * Rank 0 listens on the coordinator address and accepts {@code n-1} connections, each of which
  * first sends its rank as a 4-byte little-endian integer; the others connect with up to four
  * attempts (1, 2, 4, 8 s apart). All-gather: rank q > 0 writes its bytes and reads everything;

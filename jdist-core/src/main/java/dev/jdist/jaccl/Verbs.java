@@ -25,7 +25,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * The libibverbs binding through {@code java.lang.foreign} (spec collectives.md §4.9). Loaded only
+ * The libibverbs binding through {@code java.lang.foreign} (docs/reference/collectives.md §4.9). Loaded only
  * when the JACCL backend is chosen or probed. The exported functions are bound by name; the
  * {@code static inline} hot-path calls ({@code ibv_post_send}, {@code ibv_post_recv},
  * {@code ibv_poll_cq}) are reached through the function pointers in the {@code ops} table of the

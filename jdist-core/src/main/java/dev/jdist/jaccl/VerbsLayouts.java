@@ -14,7 +14,7 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * The C structures of {@code <infiniband/verbs.h>} that the binding touches, as FFM layouts for the
  * LP64 ABI (Linux x86-64 and aarch64; rdma-core). Member names equal the C member names so that
  * {@code VerbsLayoutsTest} can compile a C program printing {@code offsetof}/{@code sizeof} of every
- * named member and compare. Members the binding never touches are padding. Spec: collectives.md §4.9.
+ * named member and compare. Members the binding never touches are padding. Reference: docs/reference/collectives.md §4.9.
  */
 public final class VerbsLayouts {
     private VerbsLayouts() {}

@@ -27,7 +27,7 @@ import static dev.jdist.jaccl.VerbsLayouts.IBV_WC;
 import static dev.jdist.jaccl.VerbsLayouts.offset;
 
 /**
- * The JACCL transport over libibverbs (spec collectives.md §4.3): one device context, protection
+ * The JACCL transport over libibverbs (docs/reference/collectives.md §4.3): one device context, protection
  * domain, completion queue (64 entries) and UC (or, with {@code JDIST_JACCL_QP=rc}, RC) queue pair per
  * connection; destinations exchanged over the side channel as 32-byte records; INIT → RTR → RTS;
  * a side-channel barrier. Buffers are page-aligned and registered with every connection's PD.

@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.TreeSet;
 
 /**
- * One rank's part of an operation between the members of a {@link PeerMesh}, as plain data (spec collectives.md §10.3):
+ * One rank's part of an operation between the members of a {@link PeerMesh}, as plain data (docs/reference/collectives.md §10.3):
  * an ordered list of {@link Step}s, each a set of messages to and from any members followed by local combines. Built
  * by pure functions (the algorithms in {@code dev.jdist.algo}, tested without sockets); {@link MeshTransport} runs it.
  *
@@ -53,9 +53,9 @@ public record MeshSchedule(List<Step> steps, long scratchBytes) {
 
     /**
      * A local reduction after a step's messages: {@code into[intoOffset, +bytes) := op(left, right)} element by element,
-     * where the left operand is {@code from}'s bytes when {@code fromIsLeft}, else {@code into}'s own (spec §1.3's
+     * where the left operand is {@code from}'s bytes when {@code fromIsLeft}, else {@code into}'s own (docs/reference/collectives.md §1.3's
      * {@code acc := op(acc, inc)} with acc the left operand). Which side is left decides NaN ties and float rounding,
-     * so it is part of the algorithm (spec §10.4). With {@code fromIsLeft} the {@code from} range may be overwritten (a
+     * so it is part of the algorithm (docs/reference/collectives.md §10.4). With {@code fromIsLeft} the {@code from} range may be overwritten (a
      * transport forms the result there and copies it), so a schedule never reads it again before receiving into it.
      */
     public record Combine(Buffer into, long intoOffset, Buffer from, long fromOffset, long bytes, boolean fromIsLeft) {
@@ -119,6 +119,29 @@ public record MeshSchedule(List<Step> steps, long scratchBytes) {
         /** A combine after the current step's messages; nothing when {@code bytes == 0}. */
         public Builder combine(Buffer into, long intoOffset, Buffer from, long fromOffset, long bytes, boolean fromIsLeft) {
             if (bytes > 0) combines.add(new Combine(into, intoOffset, from, fromOffset, bytes, fromIsLeft));
+            return this;
+        }
+
+        /**
+         * Appends the steps of {@code sub}, a schedule among a subgroup, as steps of this one (after ending the current
+         * step): the subgroup's member v is {@code peers[v]} here, its WORK offsets are moved by {@code workOffset} and
+         * its SCRATCH offsets by {@code scratchOffset}. The hierarchical algorithms run a flat algorithm among one member
+         * per host this way, on a slice of the vector.
+         */
+        public Builder embed(MeshSchedule sub, int[] peers, long workOffset, long scratchOffset) {
+            endStep();
+            for (Step st : sub.steps()) {
+                for (Message m : st.messages()) {
+                    long at = m.offset() + (m.buffer() == Buffer.WORK ? workOffset : scratchOffset);
+                    if (m.send()) send(peers[m.peer()], m.buffer(), at, m.length());
+                    else recv(peers[m.peer()], m.buffer(), at, m.length());
+                }
+                for (Combine c : st.combines()) {
+                    combine(c.into(), c.intoOffset() + (c.into() == Buffer.WORK ? workOffset : scratchOffset), c.from(),
+                            c.fromOffset() + (c.from() == Buffer.WORK ? workOffset : scratchOffset), c.bytes(), c.fromIsLeft());
+                }
+                endStep();
+            }
             return this;
         }
 

@@ -24,9 +24,9 @@ import java.util.List;
  * step's messages all progress together (so two members exchanging large messages never wait on each other's kernel
  * buffers), received bytes go straight into their buffer, and when nothing can move the thread polls for
  * {@code JDIST_RING_SPIN_US} (yielding the CPU) and then sleeps in the mesh's selector. A step's combines run once all
- * its messages are through (spec collectives.md §10.3).
+ * its messages are through (docs/reference/collectives.md §10.3).
  *
- * <p>Failures (spec §10.2): a connection that ends or fails, or no byte of progress for {@code JDIST_TIMEOUT} while bytes
+ * <p>Failures (docs/reference/collectives.md §10.2): a connection that ends or fails, or no byte of progress for {@code JDIST_TIMEOUT} while bytes
  * are still expected, fails the operation with {@link PeerLostException} or {@link DeadlineExceededException} naming this
  * rank, the peer and its address, and breaks the mesh ({@link PeerMesh#breakWith}). The caller breaks the rest of its
  * group with the same cause.
@@ -80,8 +80,11 @@ public final class MeshTransport {
             }
         } catch (DistributedException e) {
             mesh.breakWith(e);
-            throw e;
+            throw mesh.explain(e);
         } catch (RuntimeException | Error e) {
+            // the watch closed the sockets under the operation (a cancelled key, a closed selector): its error says why
+            DistributedException w = mesh.watchCause(e);
+            if (w != null) throw w;
             // anything unexpected mid-operation leaves the byte streams out of step: the group cannot go on
             mesh.breakWith(new PeerLostException("rank " + rank + ": " + opName + " failed unexpectedly (" + e
                     + "); the members' byte streams are out of step, so the group is closed", e));
@@ -164,6 +167,7 @@ public final class MeshTransport {
                 throw new PeerLostException("rank " + rank + ": " + opName + " was interrupted in the middle of the operation; "
                         + "the members' byte streams are now out of step, so the group is closed");
             }
+            mesh.checkAborted();
             mesh.await((wait + 999_999) / 1_000_000, opName);
         }
     }
@@ -184,7 +188,15 @@ public final class MeshTransport {
     private PeerLostException lost(String opName, PeerConnection c, String direction, String why, Throwable cause) {
         return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + c.describe() + " while "
                 + direction + ": " + why + ". Rank " + c.peer() + " probably exited or crashed (or a rank it waited for did, "
-                + "and its failure travelled here); check its output. The group is closed.", cause);
+                + "and its failure travelled here); check its output. The group is closed.", cause, rank, c.peer(), host(c), opName);
+    }
+
+    /** The host part of {@code c}'s mesh address ({@code host:port}, IPv6 in brackets). */
+    private static String host(PeerConnection c) {
+        String a = c.address();
+        int colon = a.lastIndexOf(':');
+        String h = colon > 0 ? a.substring(0, colon) : a;
+        return h.startsWith("[") && h.endsWith("]") ? h.substring(1, h.length() - 1) : h;
     }
 
     /** One step's messages to and from one peer, in order, and where they stand. */

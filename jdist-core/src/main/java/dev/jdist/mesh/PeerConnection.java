@@ -6,7 +6,7 @@ import java.nio.channels.SocketChannel;
 /**
  * One authenticated TCP connection between two members of a {@link PeerMesh}: non-blocking, {@code TCP_NODELAY},
  * registered with the mesh's selector (interest none while no operation uses it). Each direction is one byte stream
- * with no framing (spec collectives.md §10.2): whoever runs an operation over it must know every byte count.
+ * with no framing (docs/reference/collectives.md §10.2): whoever runs an operation over it must know every byte count.
  */
 public final class PeerConnection {
     private final SocketChannel channel;

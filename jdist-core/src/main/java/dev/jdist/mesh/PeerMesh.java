@@ -5,6 +5,8 @@ import dev.jdist.ConnectFailedException;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
+import dev.jdist.spi.Liveness;
+import dev.jdist.spi.WatchVerdict;
 
 import java.io.Closeable;
 import java.io.IOException;
@@ -36,7 +38,7 @@ import java.util.Map;
 import java.util.function.Function;
 
 /**
- * Direct connections between any two members of a group whose members are all jdist (spec collectives.md §10.1–§10.2):
+ * Direct connections between any two members of a group whose members are all jdist (docs/reference/collectives.md §10.1–§10.2):
  * the medium of the size-aware algorithms and of any operation that needs a peer other than a ring neighbour.
  *
  * <p>Life cycle. (1) Every member binds a listener ({@link #listen}) and builds its {@link #record}; (2) the members
@@ -70,7 +72,7 @@ public final class PeerMesh implements AutoCloseable {
 
     /**
      * The two proofs of a handshake, keyed with one secret: HMAC-SHA256 of a fixed label, the channel number and two
-     * 32-byte values (spec collectives.md §9). The ring's {@code RingAuthenticator} is one; the mesh takes it from the
+     * 32-byte values (docs/reference/collectives.md §9). The ring's {@code RingAuthenticator} is one; the mesh takes it from the
      * caller so that this package depends on no backend.
      */
     public interface Proofs {
@@ -115,8 +117,11 @@ public final class PeerMesh implements AutoCloseable {
     private final List<Member> members;
     private final byte[] meshId;
     private final Proofs auth;
-    private final long timeoutNanos;
-    private final String timeoutText;
+    /** {@code JDIST_TIMEOUT}, or the liveness watch's progress deadline once it runs. */
+    private volatile long timeoutNanos;
+    private volatile String timeoutText;
+    /** The liveness watch's verdict, when every member is jdist and the watch ended the mesh from its own thread. */
+    private final WatchVerdict watch = new WatchVerdict();
     private final Selector selector;
     private final ServerSocketChannel listener;
     private final PeerConnection[] connections;
@@ -135,9 +140,7 @@ public final class PeerMesh implements AutoCloseable {
         // Without a job token the proof only binds a connection to this group (MLX's trust model, like the ring's).
         this.auth = settings.proofs().apply(settings.jobToken() != null ? settings.jobToken()
                 : "jdist-mesh " + HexFormat.of().formatHex(meshId));
-        this.timeoutNanos = settings.timeout().toNanos();
-        double s = settings.timeout().toNanos() / 1e9;
-        this.timeoutText = s == Math.rint(s) ? String.valueOf((long) s) : String.valueOf(s);
+        setTimeout(settings.timeout());
         this.listener = listener;
         this.selector = selector;
         this.connections = new PeerConnection[members.size()];
@@ -245,8 +248,13 @@ public final class PeerMesh implements AutoCloseable {
                 id = "host:unknown";
             }
         }
+        return hostIdOf(id);
+    }
+
+    /** A host identity as 8 bytes: the first 8 of SHA-256 over {@code text}. */
+    public static long hostIdOf(String text) {
         try {
-            return ByteBuffer.wrap(MessageDigest.getInstance("SHA-256").digest(id.getBytes(StandardCharsets.UTF_8))).getLong();
+            return ByteBuffer.wrap(MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8))).getLong();
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is not available in this JVM", e);
         }
@@ -313,6 +321,7 @@ public final class PeerMesh implements AutoCloseable {
                     else if (o.retryAt - wake < 0) wake = o.retryAt;
                 }
                 if (allConnected(peers)) break;
+                checkAborted();
                 select(Math.max(1, (wake - System.nanoTime() + 999_999) / 1_000_000), opName);
             }
             log("connected to rank(s) " + Arrays.toString(peers) + " for " + opName + " in " + (System.nanoTime() - start) / 1_000 + " µs");
@@ -394,6 +403,38 @@ public final class PeerMesh implements AutoCloseable {
      * Breaks the mesh for good: remembers the first cause and closes every connection and the listener, so that the
      * members this one talks to fail too (they see the connection end) and later operations fail at once.
      */
+    private void setTimeout(java.time.Duration timeout) {
+        double s = timeout.toNanos() / 1e9;
+        this.timeoutText = s == Math.rint(s) ? String.valueOf((long) s) : String.valueOf(s);
+        this.timeoutNanos = timeout.toNanos();
+    }
+
+    /**
+     * The job's liveness watch runs (docs/reliability.md): operations wait for progress up to its deadline, and a failure
+     * it finds anywhere in the job ends the mesh at once — its sockets close, a waiting operation wakes and throws the
+     * watch's error ({@link #checkAborted}) instead of waiting for the deadline.
+     */
+    public void useLiveness(Liveness liveness) {
+        setTimeout(liveness.progressDeadline());
+        watch.listen(liveness, cause -> {
+            if (closed) return;
+            breakWith(cause);
+            selector.wakeup();
+        });
+    }
+
+    /** Throws the watch's error when it ended the mesh; transports call it where they would otherwise sleep. */
+    public void checkAborted() { watch.check(); }
+
+    /**
+     * The error to throw for {@code e}, a failure seen by an operation: when the watch ended the mesh, its error (it says
+     * where the failure began), with {@code e} suppressed; otherwise {@code e}.
+     */
+    public DistributedException explain(DistributedException e) { return watch.explain(e); }
+
+    /** When the watch ended the mesh: its error, with {@code e} (what closing the sockets caused) suppressed; else null. */
+    public DistributedException watchCause(Throwable e) { return watch.cause(e); }
+
     public void breakWith(DistributedException cause) {
         if (broken == null) broken = cause;
         log("mesh broken: " + cause.getMessage());
@@ -442,7 +483,7 @@ public final class PeerMesh implements AutoCloseable {
         return b;
     }
 
-    /** The handshake's proofs are bound to this group and to both ranks (spec §10.2). */
+    /** The handshake's proofs are bound to this group and to both ranks (docs/reference/collectives.md §10.2). */
     private byte[] binding(int connectorRank, int acceptorRank, byte[] nonceC) {
         try {
             MessageDigest d = MessageDigest.getInstance("SHA-256");
@@ -562,7 +603,7 @@ public final class PeerMesh implements AutoCloseable {
         }
     }
 
-    // ------------------------------------------------------------------ the handshake (spec §10.2)
+    // ------------------------------------------------------------------ the handshake (docs/reference/collectives.md §10.2)
 
     /**
      * The mesh handshake, either side, non-blocking:

@@ -42,7 +42,7 @@ sealed interface MpiAbi permits OpenMpiAbi, MpichAbi {
      * Whether the predefined {@code MPI_SUM} may saturate instead of wrap for 8- and 16-bit integers.
      * Open MPI 4.1's {@code op/avx} component uses saturating vector adds (open-mpi/ompi#8045, closed
      * "wontfix": overflow is undefined for MPI), seen with Debian's 4.1.4 on AVX-512 machines; jdist
-     * then reduces those dtypes with its own user op, which wraps as spec §1.3 requires.
+     * then reduces those dtypes with its own user op, which wraps as docs/reference/collectives.md §1.3 requires.
      */
     default boolean smallIntegerSumSaturates() { return false; }
 

@@ -10,7 +10,7 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The {@code mpi} backend (spec collectives.md §5): libmpi (Open MPI 4/5 or MPICH) through
+ * The {@code mpi} backend (docs/reference/collectives.md §5): libmpi (Open MPI 4/5 or MPICH) through
  * {@code java.lang.foreign}. Nothing is loaded until this backend is asked for.
  *
  * <p>"Not configured" (non-strict: empty; strict: {@link ConfigException}) means: the library is

@@ -7,6 +7,7 @@ import dev.jdist.DistributedException;
 import dev.jdist.PeerOp;
 import dev.jdist.ReduceOp;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.Liveness;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -20,7 +21,7 @@ import java.util.List;
 import java.util.function.LongFunction;
 
 /**
- * A group over one MPI communicator (spec collectives.md §5.3): {@code MPI_COMM_WORLD} for the world
+ * A group over one MPI communicator (docs/reference/collectives.md §5.3): {@code MPI_COMM_WORLD} for the world
  * group, or a communicator made by {@code MPI_Comm_split}. Counts above {@link #maxCount} elements
  * (C {@code int}, 2^31−1) are split into several calls; non-native (heap) arrays are staged through
  * native memory.
@@ -81,6 +82,10 @@ final class MpiGroup implements GroupImpl {
     @Override public int size() { return size; }
 
     @Override public String backendName() { return "mpi"; }
+
+    /** The job's liveness watch ends MPI waits (and the job) when a rank is lost; see {@link MpiRuntime#useLiveness}. */
+    @Override
+    public void useLiveness(Liveness liveness) { rt.useLiveness(liveness); }
 
     private String where() { return "rank " + rank + " of " + size; }
 
@@ -396,7 +401,7 @@ final class MpiGroup implements GroupImpl {
         }
     }
 
-    // ---------------------------------------------------------------- the operations MLX lacks (spec collectives.md §13.8)
+    // ---------------------------------------------------------------- the operations MLX lacks (docs/reference/collectives.md §13.8)
 
     @Override
     public void barrier() {

@@ -50,7 +50,7 @@ final class MpiLibrary {
             opCreate, opFree;
     /** The nonblocking calls every operation is made of (polled with {@link #test}), and the way out. */
     final MethodHandle iallreduce, iallgather, ireduceScatterBlock, isend, irecv, ibarrier, test, abort;
-    /** The nonblocking calls of the operations MLX lacks (spec collectives.md §13.8). */
+    /** The nonblocking calls of the operations MLX lacks (docs/reference/collectives.md §13.8). */
     final MethodHandle ibcast, ialltoall, ialltoallv, igather, iscatter;
 
     private MpiLibrary(String name, SymbolLookup lookup) {

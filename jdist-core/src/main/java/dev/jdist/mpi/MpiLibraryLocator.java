@@ -6,7 +6,7 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * Which library names to try, in order (spec collectives.md §5.1 and §9): {@code MLX_MPI_LIBNAME},
+ * Which library names to try, in order (docs/reference/collectives.md §5.1 and §9): {@code MLX_MPI_LIBNAME},
  * then {@code MPI_LIBNAME}, then the names Open MPI 4/5 and MPICH install on Linux or macOS.
  *
  * <p>When the process was started by a launcher whose family is recognisable from its environment

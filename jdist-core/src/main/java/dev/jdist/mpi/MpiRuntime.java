@@ -4,6 +4,7 @@ import dev.jdist.ConfigException;
 import dev.jdist.DType;
 import dev.jdist.DistributedException;
 import dev.jdist.ReduceOp;
+import dev.jdist.spi.Liveness;
 import dev.jdist.spi.NativeAccess;
 
 import java.lang.foreign.Arena;
@@ -20,7 +21,7 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * Process-wide MPI state (spec collectives.md §5.2): the one library, {@code MPI_Init_thread} at most
+ * Process-wide MPI state (docs/reference/collectives.md §5.2): the one library, {@code MPI_Init_thread} at most
  * once, the float16/bfloat16 types and user ops created once, {@code MPI_Finalize} once. Every MPI call
  * goes through here: when the library grants less than {@code MPI_THREAD_MULTIPLE}, calls are
  * serialised with one process-wide lock.
@@ -60,8 +61,11 @@ final class MpiRuntime {
     private final AtomicInteger inFlight = new AtomicInteger();
     /** Operations started and not yet complete (a request MPI still holds). */
     private final AtomicInteger pending = new AtomicInteger();
-    private final Duration deadline;
-    private final long deadlineNanos;
+    /** {@code JDIST_TIMEOUT}, or the liveness watch's progress deadline once it runs. */
+    private volatile Duration deadline;
+    private volatile long deadlineNanos;
+    /** The job's liveness watch (every rank is jdist: a job token), or null; its verdict ends the job like the deadline. */
+    private volatile Liveness liveness;
     private volatile boolean failed;
     private volatile boolean finalized;
     private int provided;
@@ -193,8 +197,19 @@ final class MpiRuntime {
 
     boolean threadMultiple() { return multiple; }
 
-    /** The deadline of every operation ({@code JDIST_TIMEOUT}). */
+    /** The deadline of every operation ({@code JDIST_TIMEOUT}, or the liveness watch's progress deadline). */
     Duration deadline() { return deadline; }
+
+    /**
+     * Every rank is jdist and the job's liveness watch runs (docs/reliability.md): a wait ends the job as soon as the watch
+     * reports a lost or stopped rank or a failure elsewhere, and a slow rank is waited for up to the watch's progress
+     * deadline. One watch per job: MPI's groups share this runtime.
+     */
+    void useLiveness(Liveness watch) {
+        this.deadline = watch.progressDeadline();
+        this.deadlineNanos = deadline.toNanos();
+        this.liveness = watch;
+    }
 
     /** {@code MPI_IN_PLACE} as a segment. */
     MemorySegment inPlace() { return inPlaceMarker; }
@@ -406,7 +421,9 @@ final class MpiRuntime {
                 Thread.onSpinWait();
                 continue;
             }
-            // This is where a liveness signal (a peer known to be gone) would end the wait early.
+            Liveness watch = liveness;
+            DistributedException lost = watch == null ? null : watch.failure();
+            if (lost != null) abortJob(lost);   // a rank known to be gone or stopped: no need to wait for the deadline
             if (now - start >= deadlineNanos) abortJob(onDeadline.apply(now - start));
             LockSupport.parkNanos(sleep);
             sleep = Math.min(2 * sleep, MAX_SLEEP_NANOS);

@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * User-defined MPI reductions ({@code MPI_Op_create}) for what MPI has no predefined op for:
- * float16 and bfloat16, complex64 max/min, bool (spec §1.3: sum/max = OR, min = AND), and the
+ * float16 and bfloat16, complex64 max/min, bool (docs/reference/collectives.md §1.3: sum/max = OR, min = AND), and the
  * integer cases where libraries are known to be wrong (see {@link #needsUserOp}).
  *
  * <p>MPI calls {@code void fn(void *in, void *inout, int *len, MPI_Datatype *type)}, which runs
@@ -45,7 +45,7 @@ final class MpiUserOps {
     /**
      * Whether {@code (dtype, op)} needs a user-defined op: MPI predefines none for float16/bfloat16,
      * none for max/min of complex, and none for sum/max/min of {@code MPI_C_BOOL} (only logical ops).
-     * Two more cases work around library defects that break spec §1.3:
+     * Two more cases work around library defects that break docs/reference/collectives.md §1.3:
      * <ul>
      *   <li>max/min of unsigned integers: MPICH 4.x compares them as signed (pmodels/mpich#6083, seen
      *       with Debian 12's MPICH 4.0.2; again in #7507 for 64-bit), and Open MPI 4.1.2+ had the same

@@ -17,7 +17,7 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The {@code nccl} backend (spec collectives.md §6): GPU collectives through libnccl and the CUDA
+ * The {@code nccl} backend (docs/reference/collectives.md §6): GPU collectives through libnccl and the CUDA
  * runtime, both bound with java.lang.foreign and loaded only when this backend is asked for.
  *
  * <p>Environment: {@code NCCL_HOST_IP}, {@code NCCL_PORT}, {@code MLX_RANK}, {@code MLX_WORLD_SIZE}

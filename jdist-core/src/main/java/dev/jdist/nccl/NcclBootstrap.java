@@ -18,7 +18,7 @@ import java.net.UnknownHostException;
 import java.util.function.Supplier;
 
 /**
- * The NCCL unique-id bootstrap, spec §6.3 [wire], independent of libnccl (the id comes from a
+ * The NCCL unique-id bootstrap, docs/reference/collectives.md §6.3 [wire], independent of libnccl (the id comes from a
  * supplier, so tests run it without the library).
  *
  * <ul>

@@ -15,7 +15,7 @@ import java.util.Map;
  * A self-check of the nccl backend on this machine: {@code java -cp jdist.jar dev.jdist.nccl.NcclCheck}.
  *
  * <p>Prints which libraries were loaded, the NCCL version and device count, then forms a 1-rank
- * communicator (unless the four §6.1 variables are set, in which case it joins that world) and runs
+ * communicator (unless the four docs/reference/collectives.md §6.1 variables are set, in which case it joins that world) and runs
  * every op — all_sum, all_max, all_min, all_gather, sum_scatter — for every dtype NCCL supports on
  * device memory ({@link DeviceArray}), the same through host staging, a split, and the
  * unsupported-dtype check. One line per check; exit status 0 when all pass, 1 when one fails, 2 when

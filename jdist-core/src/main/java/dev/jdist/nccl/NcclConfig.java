@@ -8,7 +8,7 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The nccl backend's environment (spec §6.1): where rank 0 serves the NCCL unique id, this
+ * The nccl backend's environment (docs/reference/collectives.md §6.1): where rank 0 serves the NCCL unique id, this
  * process's rank, the world size and how long ranks &gt; 0 keep retrying the bootstrap.
  *
  * @param hostIp    {@code NCCL_HOST_IP}: rank 0's address (rank 0 binds it; the others connect to it)

@@ -8,6 +8,7 @@ import dev.jdist.Group;
 import dev.jdist.ReduceOp;
 import dev.jdist.UnsupportedCollectiveException;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.Liveness;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -17,7 +18,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
 /**
- * One NCCL communicator on one GPU, with its CUDA stream (spec §6.4).
+ * One NCCL communicator on one GPU, with its CUDA stream (docs/reference/collectives.md §6.4).
  *
  * <p>Host {@link Array}s reach it through {@link Group} and are staged: copied into device buffers
  * that this group keeps and reuses (growing them when an array is larger than any before), reduced
@@ -57,7 +58,10 @@ public final class NcclGroup implements GroupImpl {
     private long sendCap;
     private MemorySegment recvBuf = MemorySegment.NULL;
     private long recvCap;
-    private final Duration deadline;
+    /** {@code JDIST_TIMEOUT}, or the liveness watch's progress deadline once it runs. */
+    private volatile Duration deadline;
+    /** The job's liveness watch (every member is jdist), or null: its verdict ends a wait like an async error. */
+    private volatile Liveness liveness;
     /** The communicator was created non-blocking: watch it with ncclCommGetAsyncError, end it with ncclCommFinalize. */
     private final boolean nonblocking;
     /** The failure that aborted the communicator; the group is unusable from then on. */
@@ -350,9 +354,13 @@ public final class NcclGroup implements GroupImpl {
      */
     private void complete(Supplier<String> lazyWhat) {
         int[] async = {NcclApi.SUCCESS};
+        DistributedException[] watched = {null};
+        Liveness watch = liveness;
         boolean done;
         try {
             done = NcclProgress.await(deadline, () -> {
+                // the watch's verdict first: a lost peer ends the wait within JDIST_HEARTBEAT, not at the deadline
+                if (watch != null && (watched[0] = watch.failure()) != null) return true;
                 if (nonblocking) {
                     async[0] = nccl.asyncError(comm);
                     if (async[0] == NcclApi.IN_PROGRESS) return false;
@@ -364,6 +372,7 @@ public final class NcclGroup implements GroupImpl {
             String what = lazyWhat.get();
             throw fail(new DistributedException(who() + ": " + what + ": " + e.getMessage(), e, rank, what));
         }
+        if (watched[0] != null) throw fail(watched[0]);
         if (done && async[0] == NcclApi.SUCCESS) return;
         String what = lazyWhat.get();
         if (async[0] != NcclApi.SUCCESS && async[0] != NcclApi.IN_PROGRESS) {
@@ -376,6 +385,17 @@ public final class NcclGroup implements GroupImpl {
                     + "(ncclCommAbort); form a new group to continue, or raise JDIST_TIMEOUT if a rank legitimately "
                     + "takes longer between operations", null, rank, what, deadline));
         }
+    }
+
+    /**
+     * Every member is jdist and the job's liveness watch runs (docs/reliability.md): a wait for the stream ends, and the
+     * communicator is aborted, as soon as the watch reports a lost or stopped peer or a failure elsewhere; a slow peer is
+     * waited for up to the watch's progress deadline.
+     */
+    @Override
+    public void useLiveness(Liveness watch) {
+        this.deadline = watch.progressDeadline();
+        this.liveness = watch;
     }
 
     /** Aborts the communicator (bounded), marks the group unusable and returns {@code e} for the caller to throw. */

@@ -3,7 +3,7 @@ package dev.jdist.nccl;
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
 
-/** The dtype and reduction tables of spec §6.4. */
+/** The dtype and reduction tables of docs/reference/collectives.md §6.4. */
 final class NcclTypes {
 
     private NcclTypes() {}

@@ -18,8 +18,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 
 /**
- * Averages gradients over a group the way MLX's {@code nn.average_gradients} does (spec
- * collectives.md §7.1): consecutive small arrays are packed into one buffer so that many small
+ * Averages gradients over a group the way MLX's {@code nn.average_gradients} does (
+ * docs/reference/collectives.md §7.1): consecutive small arrays are packed into one buffer so that many small
  * tensors cost a few large {@code all_sum}s.
  *
  * <p>Grouping rule: walk the leaves in order keeping a running byte count; a leaf that makes the

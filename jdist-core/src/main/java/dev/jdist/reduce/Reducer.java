@@ -6,8 +6,8 @@ import dev.jdist.ReduceOp;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Element-wise {@code acc := op(acc, inc)} over little-endian element images, in place (spec
- * collectives.md §1.3): the one entry point of jdist's reductions. With the Vector API module in the
+ * Element-wise {@code acc := op(acc, inc)} over little-endian element images, in place (
+ * docs/reference/collectives.md §1.3): the one entry point of jdist's reductions. With the Vector API module in the
  * JVM ({@link Kernels}) the integers, float32, float64, bool, bfloat16 and complex64 sum run as
  * Vector API kernels ({@link VectorKernels}); otherwise, and for float16 always, as loops C2
  * auto-vectorises ({@link PortableKernels}); complex64 max/min and loop tails use the scalar

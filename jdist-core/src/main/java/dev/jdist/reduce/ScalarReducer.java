@@ -9,7 +9,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
 /**
- * The reference semantics of spec collectives.md §1.3, one element at a time. {@link Reducer}'s
+ * The reference semantics of docs/reference/collectives.md §1.3, one element at a time. {@link Reducer}'s
  * vector kernels must produce the same bytes; it also uses this class for loop tails and for the
  * dtypes it does not vectorise.
  */

@@ -11,7 +11,7 @@ import java.security.MessageDigest;
 import java.security.SecureRandom;
 
 /**
- * The jdist ring connection handshake (spec §9 "Authentication", opt-in with {@code JDIST_JOB_TOKEN};
+ * The jdist ring connection handshake (docs/reference/collectives.md §9 "Authentication", opt-in with {@code JDIST_JOB_TOKEN};
  * never used otherwise, so the default wire stays MLX's). A mutual challenge-response over each new
  * connection j, before the first operation:
  *

@@ -9,7 +9,7 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The ring backend (spec collectives.md §3): TCP connections to the two ring neighbours, configured
+ * The ring backend (docs/reference/collectives.md §3): TCP connections to the two ring neighbours, configured
  * by {@code MLX_RANK} and {@code MLX_HOSTFILE} exactly as MLX's ring, byte-compatible on the wire.
  * Always available; "not configured" when either variable is unset. Also starts from a rendezvous
  * ({@link #join}, docs/clusters.md) when the job was found another way.
@@ -32,7 +32,7 @@ public final class RingBackend implements Backend {
 
     /**
      * Without a job token MLX peers may be in the ring, so it runs MLX's ring whatever {@code JDIST_ALGO} or
-     * {@code JDIST_ALGO_RULES} say (spec collectives.md §10.9): say so once rather than ignore them silently.
+     * {@code JDIST_ALGO_RULES} say (docs/reference/collectives.md §10.9): say so once rather than ignore them silently.
      */
     private static void warnIfAlgorithmsAsked(Map<String, String> env) {
         for (String v : new String[] {AlgorithmPolicy.VARIABLE, AlgorithmPolicy.RULES_VARIABLE}) {

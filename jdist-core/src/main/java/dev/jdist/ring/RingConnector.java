@@ -21,7 +21,7 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * Connection set-up of a ring (spec collectives.md §3.2): {@code right[j]} is the connection this
+ * Connection set-up of a ring (docs/reference/collectives.md §3.2): {@code right[j]} is the connection this
  * rank initiates to its right neighbour's address j, {@code left[j]} the one it accepts on its own
  * address j. jdist binds and listens on all its own addresses first, then connects and accepts at
  * the same time (one selector, no threads), retrying refused connections with a short backoff

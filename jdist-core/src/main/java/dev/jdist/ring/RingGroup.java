@@ -9,6 +9,7 @@ import dev.jdist.ReduceOp;
 import dev.jdist.algo.Algorithm;
 import dev.jdist.algo.AlgorithmPolicy;
 import dev.jdist.algo.CollectiveKind;
+import dev.jdist.algo.HostLayout;
 import dev.jdist.algo.MeshAlgorithms;
 import dev.jdist.algo.PeerSchedules;
 import dev.jdist.algo.Topology;
@@ -35,14 +36,14 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * A ring group (spec collectives.md §3): this rank's connections to its two neighbours and the
+ * A ring group (docs/reference/collectives.md §3): this rank's connections to its two neighbours and the
  * operations over them. Schedules come from {@link RingSchedule}, bytes move in a {@link RingTransport}
  * ({@link TcpTransport}, or {@link ShmTransport} with {@code JDIST_TRANSPORT=shm}). A 1-rank ring (hostfile
  * with one entry) has no sockets; {@link dev.jdist.Group} turns its collectives into identities.
  *
  * <p>When every member is known to be jdist ({@link #membersAreJdist}), the group also forms a {@link PeerMesh}
  * (connections to any member, made on demand) and chooses each collective's algorithm by size, rank count and topology
- * ({@link AlgorithmPolicy}, spec §10): the ring, or a mesh algorithm run by a {@link MeshTransport}. Until then, and
+ * ({@link AlgorithmPolicy}, docs/reference/collectives.md §10): the ring, or a mesh algorithm run by a {@link MeshTransport}. Until then, and
  * always with MLX peers, every operation is MLX's ring, byte for byte.
  */
 public final class RingGroup implements GroupImpl {
@@ -62,7 +63,7 @@ public final class RingGroup implements GroupImpl {
     private final LastSchedule lastSend = new LastSchedule();
     private final LastSchedule lastRecv = new LastSchedule();
     private static final String[] REDUCE_NAMES = {"all_sum", "all_max", "all_min"};
-    /** Set once every member is known to be jdist (spec §10); null before, and for good when MLX peers may be present. */
+    /** Set once every member is known to be jdist (docs/reference/collectives.md §10); null before, and for good when MLX peers may be present. */
     private volatile MeshState mesh;
 
     /** The peer mesh, its transport, the algorithm policy and what the mesh algorithms reuse between calls. */
@@ -70,16 +71,22 @@ public final class RingGroup implements GroupImpl {
         final PeerMesh mesh;
         final MeshTransport transport;
         final Topology topology;
+        final HostLayout layout;
+        final long hostId;          // what this rank published as its host (a split's mesh publishes it again)
         volatile AlgorithmPolicy policy;
         MemorySegment scratch;
         final LastMesh lastAllReduce = new LastMesh();
         final LastMesh lastAllGather = new LastMesh();
         final LastMesh lastSumScatter = new LastMesh();
 
-        MeshState(PeerMesh mesh, Topology topology, AlgorithmPolicy policy) {
+        MeshState(PeerMesh mesh, Topology topology, long hostId, AlgorithmPolicy policy) {
             this.mesh = mesh;
             this.transport = new MeshTransport(mesh);
             this.topology = topology;
+            this.hostId = hostId;
+            long[] ids = new long[mesh.size()];
+            for (int q = 0; q < ids.length; q++) ids[q] = mesh.member(q).hostId();
+            this.layout = HostLayout.of(ids);
             this.policy = policy;
         }
 
@@ -219,7 +226,7 @@ public final class RingGroup implements GroupImpl {
         Algorithm algorithm = m == null ? Algorithm.RING : m.policy.choose(CollectiveKind.ALL_REDUCE, in.nbytes(), m.topology);
         if (algorithm != Algorithm.RING) {
             copy(in.segment(), out.segment());
-            MeshSchedule schedule = m.lastAllReduce.get(algorithm, e, s, () -> MeshAlgorithms.allReduce(algorithm, rank, size, e, s));
+            MeshSchedule schedule = m.lastAllReduce.get(algorithm, e, s, () -> MeshAlgorithms.allReduce(algorithm, m.layout, rank, e, s));
             runMesh(m, name + " (" + algorithm.description() + ")", schedule, out.segment(), op, dtype);
             return;
         }
@@ -249,7 +256,7 @@ public final class RingGroup implements GroupImpl {
         MeshState m = mesh;
         Algorithm algorithm = m == null ? Algorithm.RING : m.policy.choose(CollectiveKind.ALL_GATHER, out.nbytes(), m.topology);
         if (algorithm != Algorithm.RING) {
-            MeshSchedule schedule = m.lastAllGather.get(algorithm, bytes, 0, () -> MeshAlgorithms.allGather(algorithm, rank, size, bytes));
+            MeshSchedule schedule = m.lastAllGather.get(algorithm, bytes, 0, () -> MeshAlgorithms.allGather(algorithm, m.layout, rank, bytes));
             runMesh(m, "all_gather (" + algorithm.description() + ")", schedule, out.segment(), null, null);
             return;
         }
@@ -281,7 +288,7 @@ public final class RingGroup implements GroupImpl {
                 MemorySegment work = sumScatterWork(size * pieceBytes);
                 for (int c = 0; c < size; c++) MemorySegment.copy(in.segment(), (c * chunk + lo) * s, work, c * pieceBytes, pieceBytes);
                 MeshSchedule schedule = ms.lastSumScatter.get(algorithm, pieceBytes, 0,
-                        () -> MeshAlgorithms.sumScatter(algorithm, rank, size, pieceBytes));
+                        () -> MeshAlgorithms.sumScatter(algorithm, ms.layout, rank, pieceBytes));
                 runMesh(ms, "sum_scatter (" + algorithm.description() + ")", schedule, work, ReduceOp.SUM, dtype);
                 MemorySegment.copy(work, rank * pieceBytes, out.segment(), lo * s, pieceBytes);
             }
@@ -310,7 +317,7 @@ public final class RingGroup implements GroupImpl {
 
     /**
      * Between jdist ranks (a peer mesh exists) every send and recv goes over the mesh's direct connection to the peer,
-     * whichever rank it is, so single calls and batches share one ordered stream per pair (spec §13.6); otherwise over
+     * whichever rank it is, so single calls and batches share one ordered stream per pair (docs/reference/collectives.md §13.6); otherwise over
      * the ring to a neighbour, with MLX's bytes.
      */
     @Override
@@ -495,7 +502,7 @@ public final class RingGroup implements GroupImpl {
         if (from.address() != to.address()) MemorySegment.copy(from, 0, to, 0, from.byteSize());
     }
 
-    // ------------------------------------------------------------------ split (jdist extension, spec §9)
+    // ------------------------------------------------------------------ split (jdist extension, docs/reference/collectives.md §9)
 
     /** Bytes per member in the split exchange: colour, key, IPv4 and k ports. */
     private int splitRecordBytes() { return 4 + 4 + 4 + 4 * k; }
@@ -554,7 +561,7 @@ public final class RingGroup implements GroupImpl {
             if (m != null) {
                 // the members of a jdist group are jdist: the sub-ring gets its own mesh, with the parent's policy
                 try {
-                    child.formMesh(m.policy, who);
+                    child.formMesh(m.policy, m.hostId, who);
                 } catch (RuntimeException | Error e) {
                     child.close();
                     throw e;
@@ -568,7 +575,7 @@ public final class RingGroup implements GroupImpl {
         }
     }
 
-    // ------------------------------------------------------------------ between jdist ranks (spec §10)
+    // ------------------------------------------------------------------ between jdist ranks (docs/reference/collectives.md §10)
 
     /**
      * Every member is jdist: forms the peer mesh (an all-gather of each member's mesh address over this ring) and from
@@ -577,17 +584,30 @@ public final class RingGroup implements GroupImpl {
     @Override
     public void membersAreJdist(JobTable table, Map<String, String> env) {
         if (size == 1 || mesh != null) return;
-        formMesh(AlgorithmPolicy.fromEnvironment(env), "rank " + rank);
+        formMesh(AlgorithmPolicy.fromEnvironment(env), hostId(env), "rank " + rank);
     }
 
+    /**
+     * This rank's host identity for the hierarchy (docs/reference/collectives.md §10.11): {@code JDIST_HOST_ID} when set (ranks on
+     * one machine that should act as separate hosts: tests, containers sharing a kernel), else the kernel's boot id.
+     */
+    static long hostId(Map<String, String> env) {
+        String forced = env.get(HOST_ID_VARIABLE);
+        if (forced == null || forced.isBlank()) return PeerMesh.thisHostId();
+        return PeerMesh.hostIdOf("set:" + forced.strip());
+    }
+
+    /** Overrides the host identity the hierarchical algorithms group ranks by. */
+    public static final String HOST_ID_VARIABLE = "JDIST_HOST_ID";
+
     /** Binds the mesh listener on this rank's ring address, exchanges the records over the ring, forms the mesh. */
-    private void formMesh(AlgorithmPolicy policy, String who) {
+    private void formMesh(AlgorithmPolicy policy, long hostId, String who) {
         transport.checkUsable("forming the peer mesh");
         InetAddress ip = settings.hostfile().addresses(rank).getFirst().socketAddress().getAddress();
         ServerSocketChannel listener = PeerMesh.listen(ip, "rank " + rank);
         PeerMesh m;
         try {
-            byte[] mine = PeerMesh.record(listener, PeerMesh.thisHostId(), policy.digest());
+            byte[] mine = PeerMesh.record(listener, hostId, policy.digest());
             Array all = Array.zeros(DType.UINT8, PeerMesh.RECORD_BYTES * size);
             allGather(Array.fromBytes(DType.UINT8, mine, mine.length), all);
             m = PeerMesh.form(new PeerMesh.Settings(rank, settings.timeout(), settings.jobToken(), settings.spinMicros(),
@@ -597,7 +617,7 @@ public final class RingGroup implements GroupImpl {
             RingConnector.closeQuietly(listener);
             throw e;
         }
-        mesh = new MeshState(m, new Topology(size, m.hosts(), transport instanceof ShmTransport), policy);
+        mesh = new MeshState(m, new Topology(size, m.hosts(), transport instanceof ShmTransport), hostId, policy);
     }
 
     /** jdist-internal: the peer mesh, once every member is known to be jdist (for operations that need any peer). */
@@ -610,6 +630,12 @@ public final class RingGroup implements GroupImpl {
     public Optional<MeshTransport> meshTransport() {
         MeshState m = mesh;
         return m == null ? Optional.empty() : Optional.of(m.transport);
+    }
+
+    /** jdist-internal: which members share a host, as the mesh's members published it; empty without a mesh. */
+    public Optional<HostLayout> hostLayout() {
+        MeshState m = mesh;
+        return m == null ? Optional.empty() : Optional.of(m.layout);
     }
 
     /** The algorithm the next {@code kind} of {@code bytes} (counted as {@link CollectiveKind} says) will use. */
@@ -631,10 +657,12 @@ public final class RingGroup implements GroupImpl {
         m.policy = policy;
     }
 
-    /** Every member is jdist: the job's liveness watch ends a waiting operation and sets the progress deadline (spec §11). */
+    /** Every member is jdist: the job's liveness watch ends a waiting operation and sets the progress deadline (docs/reference/collectives.md §11). */
     @Override
     public void useLiveness(Liveness liveness) {
         if (transport instanceof RingTransportBase t) t.useLiveness(liveness);
+        MeshState m = mesh;
+        if (m != null) m.mesh.useLiveness(liveness);
     }
 
     @Override

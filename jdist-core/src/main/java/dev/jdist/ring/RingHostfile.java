@@ -15,7 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The ring's {@code MLX_HOSTFILE} (spec collectives.md §3.1): a JSON array with one entry per rank,
+ * The ring's {@code MLX_HOSTFILE} (docs/reference/collectives.md §3.1): a JSON array with one entry per rank,
  * each a JSON array of {@code "host:port"} strings (a bare string is accepted as a one-address entry).
  * Everything is validated before any socket is opened; every problem is a {@link ConfigException}
  * naming the file and the offending item.

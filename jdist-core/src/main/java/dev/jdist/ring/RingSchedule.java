@@ -6,7 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The ring's schedules as plain data (spec collectives.md §3.6–§3.8 and §9): which byte ranges of
+ * The ring's schedules as plain data (docs/reference/collectives.md §3.6–§3.8 and §9): which byte ranges of
  * which buffer go out on which (connection, direction) stream, in which order. Pure functions, no
  * sockets; {@link TcpTransport} moves the bytes.
  *
@@ -250,7 +250,7 @@ public final class RingSchedule {
     // ------------------------------------------------------------------ sum_scatter (jdist §9)
 
     /**
-     * jdist's ring sum_scatter (spec §9): the input (work buffer) is n chunks of {@code chunkElements}
+     * jdist's ring sum_scatter (docs/reference/collectives.md §9): the input (work buffer) is n chunks of {@code chunkElements}
      * elements. P follows §3.6.1 from the whole input's byte count, parts cut within chunks
      * (element range {@code [i*step, min(C,(i+1)*step))} of every chunk, {@code step = ceil(C/P)}),
      * segment j of a part is that range inside chunk j. Only reduce-scatter, shifted by one step:

@@ -10,7 +10,7 @@ import java.util.Objects;
 import java.util.Optional;
 
 /**
- * What the ring reads from the environment (spec collectives.md §3.1 and §9):
+ * What the ring reads from the environment (docs/reference/collectives.md §3.1 and §9):
  * {@code MLX_RANK}, {@code MLX_HOSTFILE}, {@code MLX_RING_VERBOSE} (MLX) and the jdist extensions
  * {@code JDIST_TIMEOUT} ({@link JdistTimeout}; default 120 s),
  * {@code JDIST_JOB_TOKEN} (turns on the connection handshake), {@code JDIST_TRANSPORT} ({@code tcp}, the

@@ -4,6 +4,7 @@ import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
 import dev.jdist.spi.Liveness;
+import dev.jdist.spi.WatchVerdict;
 
 import java.io.IOException;
 import java.nio.channels.SelectionKey;
@@ -14,7 +15,7 @@ import java.util.List;
 /**
  * What both ring transports do alike: the ring's connections and the one selector that watches them, the
  * group's broken/closed state and its error messages, and the rule that any failure in the middle of an
- * operation breaks the group (spec §3.5) — the byte streams are out of step then, so every connection is
+ * operation breaks the group (docs/reference/collectives.md §3.5) — the byte streams are out of step then, so every connection is
  * closed and the neighbours fail too.
  */
 abstract class RingTransportBase implements RingTransport {
@@ -26,10 +27,8 @@ abstract class RingTransportBase implements RingTransport {
     volatile long timeoutNanos;
     /** {@link #timeoutNanos} as messages say it, in seconds. */
     volatile String timeoutText;
-    /** The job's liveness watch, when every member is jdist; null otherwise (MLX peers may be present). */
-    private volatile Liveness liveness;
-    /** Set when the watch ended the group from its own thread: a waiting operation fails with the watch's error. */
-    private volatile DistributedException aborted;
+    /** The liveness watch's verdict, when every member is jdist and the watch ended the group from its own thread. */
+    private final WatchVerdict watch = new WatchVerdict();
     /** Where the ranks listen, for the host of a lost peer. */
     private final RingHostfile hostfile;
     /** Said after the connection in messages: "" for TCP, ", shared memory" for shm. */
@@ -63,35 +62,24 @@ abstract class RingTransportBase implements RingTransport {
      * its deadline (30 min unless {@code JDIST_TIMEOUT} is set), and a failure the watch finds anywhere in the job ends
      * the group at once ({@link #abort}).
      */
-    final void useLiveness(Liveness watch) {
-        this.timeoutNanos = watch.progressDeadline().toNanos();
-        this.timeoutText = RingConnector.seconds(watch.progressDeadline());
-        this.liveness = watch;
-        watch.onFailure(this::abort);
+    final void useLiveness(Liveness liveness) {
+        this.timeoutNanos = liveness.progressDeadline().toNanos();
+        this.timeoutText = RingConnector.seconds(liveness.progressDeadline());
+        watch.listen(liveness, this::abort);
     }
 
     /**
      * Ends the group now, from another thread (the liveness watch): marks it broken, closes its connections (so the
      * neighbours notice too) and wakes an operation asleep in the selector, which then fails with the watch's error.
      */
-    final void abort(DistributedException cause) {
-        if (closed || aborted != null) return;
-        aborted = cause;
+    private void abort(DistributedException cause) {
+        if (closed) return;
         breakGroup(cause);
         selector.wakeup();
     }
 
     /** Throws the watch's error when it ended the group; called where a waiting operation would otherwise sleep. */
-    final void checkAborted() {
-        DistributedException a = aborted;
-        if (a != null) throw watchFailure(a);
-    }
-
-    private DistributedException watchFailure(DistributedException fallback) {
-        Liveness l = liveness;
-        DistributedException f = l == null ? null : l.failure();
-        return f != null ? f : fallback;
-    }
+    final void checkAborted() { watch.check(); }
 
     /** Runs the transfer's streams (at least one). Failures propagate. */
     abstract void execute(Transfer transfer);
@@ -119,14 +107,11 @@ abstract class RingTransportBase implements RingTransport {
             execute(t);
         } catch (DistributedException e) {
             breakGroup(e);
-            if (aborted != null) {
-                // the connections failed because the watch closed them: its error says why
-                DistributedException w = watchFailure(aborted);
-                if (w != e) w.addSuppressed(e);
-                throw w;
-            }
-            throw e;
+            throw watch.explain(e);   // when the watch closed the connections, its error says why
         } catch (RuntimeException | Error e) {
+            // the watch closed the connections under the operation (a cancelled key, a closed selector): its error says why
+            DistributedException w = watch.cause(e);
+            if (w != null) throw w;
             // anything unexpected mid-operation leaves the byte streams out of step: the group cannot go on
             breakGroup(new PeerLostException("rank " + rank + ": " + t.opName() + " failed unexpectedly (" + e
                     + "); the ring's byte streams are out of step, so the group is closed", e));

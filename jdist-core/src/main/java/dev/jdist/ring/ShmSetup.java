@@ -3,22 +3,16 @@ package dev.jdist.ring;
 import dev.jdist.ConfigException;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.PeerLostException;
+import dev.jdist.shm.ShmFiles;
+import dev.jdist.shm.ShmLink;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermissions;
-import java.security.SecureRandom;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -223,66 +217,20 @@ final class ShmSetup {
 
     // ------------------------------------------------------------------ files
 
-    /** /dev/shm when it is a writable directory, else java.io.tmpdir. */
-    static Path directory() {
-        Path shm = Path.of("/dev/shm");
-        if (Files.isDirectory(shm) && Files.isWritable(shm)) return shm;
-        return Path.of(System.getProperty("java.io.tmpdir"));
-    }
-
-    private static final SecureRandom RANDOM = new SecureRandom();
+    /** Where the files are made ({@link ShmFiles#directory()}). */
+    static Path directory() { return ShmFiles.directory(); }
 
     private static Path createFile(long size) throws IOException {
-        Path dir = directory();
-        Path p = null;
-        for (int attempt = 0; p == null; attempt++) {
-            Path candidate = dir.resolve(FILE_PREFIX + ProcessHandle.current().pid() + "-"
-                    + HexFormat.of().toHexDigits(RANDOM.nextLong()));
-            try {
-                try {
-                    p = Files.createFile(candidate, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-                } catch (UnsupportedOperationException e) {
-                    p = Files.createFile(candidate);
-                }
-            } catch (FileAlreadyExistsException e) {
-                if (attempt > 5) throw e;
-            }
-        }
-        boolean filled = false;
-        try (FileChannel ch = FileChannel.open(p, StandardOpenOption.WRITE)) {
-            // write every page now: a full tmpfs fails here with an IOException, not later with SIGBUS
-            ByteBuffer zeros = ByteBuffer.allocateDirect((int) Math.min(size, 1 << 20));
-            long pos = 0;
-            while (pos < size) {
-                zeros.clear().limit((int) Math.min(zeros.capacity(), size - pos));
-                pos += ch.write(zeros, pos);
-            }
-            filled = true;
-        } finally {
-            if (!filled) deleteQuietly(p);
-        }
-        return p;
+        return ShmFiles.create(FILE_PREFIX, size);
     }
 
     private static MemorySegment mapFile(Path p, long size, Arena arena) throws IOException {
-        try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            return ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
-        }
+        return ShmFiles.map(p, 0, size, arena);
     }
 
     private static MemorySegment openFile(String text, long size, int creator, int k, int n, long capacity, Arena arena)
             throws IOException {
-        Path p = Path.of(text);
-        if (!p.isAbsolute() || p.getFileName() == null || !p.getFileName().toString().startsWith(FILE_PREFIX)
-                || p.normalize() != null && !p.normalize().equals(p)) {
-            throw new IOException("not a jdist shared-memory file name");
-        }
-        if (!Files.exists(p)) {
-            throw new IOException("no such file here: the rank that created it is on another host or in another container, "
-                    + "or does not share this /dev/shm");
-        }
-        long actual = Files.size(p);
-        if (actual != size) throw new IOException("it has " + actual + " bytes, expected " + size);
+        Path p = ShmFiles.checkName(text, FILE_PREFIX, size);
         MemorySegment m = mapFile(p, size, arena);
         if (m.get(LONG, 0) != MAGIC || m.get(INT, 8) != VERSION || m.get(INT, 12) != creator || m.get(INT, 16) != k
                 || m.get(INT, 20) != n || m.get(LONG, 24) != capacity || m.get(LONG, 32) != size) {
@@ -291,14 +239,7 @@ final class ShmSetup {
         return m;
     }
 
-    static void deleteQuietly(Path p) {
-        if (p == null) return;
-        try {
-            Files.deleteIfExists(p);
-        } catch (IOException ignored) {
-            // nothing more to do; the name is unique
-        }
-    }
+    static void deleteQuietly(Path p) { ShmFiles.deleteQuietly(p); }
 
     // ------------------------------------------------------------------ records
 
@@ -337,25 +278,10 @@ final class ShmSetup {
     }
 
     static String bootId() {
-        try {
-            String id = Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).strip();
-            if (!id.isEmpty()) return id;
-        } catch (IOException | RuntimeException ignored) {
-            // reported below
-        }
-        throw new ConfigException(RingSettings.TRANSPORT + "=shm needs /proc/sys/kernel/random/boot_id (Linux) to check "
-                + "that every rank is on one host, and it cannot be read here; unset " + RingSettings.TRANSPORT
-                + " to run over TCP");
+        return ShmFiles.bootId().orElseThrow(() -> new ConfigException(RingSettings.TRANSPORT + "=shm needs "
+                + "/proc/sys/kernel/random/boot_id (Linux) to check that every rank is on one host, and it cannot be read here; "
+                + "unset " + RingSettings.TRANSPORT + " to run over TCP"));
     }
 
-    static String hostName() {
-        try {
-            String h = Files.readString(Path.of("/proc/sys/kernel/hostname")).strip();
-            if (!h.isEmpty()) return h;
-        } catch (IOException | RuntimeException ignored) {
-            // fall through
-        }
-        String env = System.getenv("HOSTNAME");
-        return env != null && !env.isBlank() ? env : "?";
-    }
+    static String hostName() { return ShmFiles.hostName(); }
 }

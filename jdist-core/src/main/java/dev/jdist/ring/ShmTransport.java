@@ -3,6 +3,7 @@ package dev.jdist.ring;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.PeerLostException;
 import dev.jdist.reduce.Reducer;
+import dev.jdist.shm.ShmLink;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;

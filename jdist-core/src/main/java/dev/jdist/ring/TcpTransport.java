@@ -28,7 +28,7 @@ import java.util.List;
  * arrived, while the next bytes are still on the way. Sending item i of a stream waits only for the
  * bytes of received item i-1 it forwards, byte by byte.
  *
- * <p>Failure handling (spec §3.5): EOF, reset or any I/O error, or no byte of progress for the
+ * <p>Failure handling (docs/reference/collectives.md §3.5): EOF, reset or any I/O error, or no byte of progress for the
  * timeout while bytes are still expected, fails the operation, marks the group broken (later
  * operations fail at once with the same cause) and closes every socket of the group so both
  * neighbours fail too and the failure travels round the ring.

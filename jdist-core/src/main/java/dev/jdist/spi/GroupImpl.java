@@ -45,7 +45,7 @@ public interface GroupImpl extends AutoCloseable {
     /** Fills {@code out} with bytes received from {@code src}. */
     void recv(Array out, int src);
 
-    // ---------------------------------------------------------------- the operations MLX lacks (spec collectives.md §13)
+    // ---------------------------------------------------------------- the operations MLX lacks (docs/reference/collectives.md §13)
     // Group has checked every argument (roots and peers in range, peers other than this rank, byte counts that add
     // up) and, on backends whose bytes are MLX's (mlxWire), that every member is jdist. The defaults say the backend
     // lacks the operation; barrier and the equal all_to_all are built on the others.
@@ -94,7 +94,7 @@ public interface GroupImpl extends AutoCloseable {
     }
 
     /**
-     * Runs the sends and receives of {@code ops} together and returns when all have completed (spec §13.6); the
+     * Runs the sends and receives of {@code ops} together and returns when all have completed (docs/reference/collectives.md §13.6); the
      * k-th transfer this rank sends to rank q in the batch is the k-th that q receives from this rank. Peers are other
      * ranks of the group; receive arrays are written whole.
      */
@@ -111,7 +111,7 @@ public interface GroupImpl extends AutoCloseable {
     /**
      * Whether the bytes between this group's members are MLX's own (the ring, JACCL), so that MLX processes may be
      * members: then {@link dev.jdist.Group} runs the operations MLX lacks only once every member is known to be jdist
-     * (spec §13.1).
+     * (docs/reference/collectives.md §13.1).
      */
     default boolean mlxWire() { return false; }
 
@@ -126,7 +126,7 @@ public interface GroupImpl extends AutoCloseable {
      * Called once, on every member at the same point before the first operation, when every member of this group is
      * known to be jdist ({@code table}: the job met through a rendezvous, or formed from MLX variables with a job token
      * and passed the agreement check). From then on the backend may use what only jdist ranks understand (the ring: its
-     * peer mesh and size-aware algorithms, spec collectives.md §10) and may communicate over the group to set it up;
+     * peer mesh and size-aware algorithms, docs/reference/collectives.md §10) and may communicate over the group to set it up;
      * {@code env} is the environment the group was formed from. Never called when MLX peers may be present. A failure
      * is thrown, and the caller closes the group.
      */

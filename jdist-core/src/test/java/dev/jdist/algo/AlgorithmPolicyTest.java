@@ -22,7 +22,7 @@ import static dev.jdist.algo.CollectiveKind.SUM_SCATTER;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** JDIST_ALGO, rules files and the choice (spec collectives.md §10.9): pure, no sockets. */
+/** JDIST_ALGO, rules files and the choice (docs/reference/collectives.md §10.9): pure, no sockets. */
 class AlgorithmPolicyTest {
 
     @TempDir
@@ -46,8 +46,8 @@ class AlgorithmPolicyTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
             "fast|\"fast\" is not an algorithm",
-            "all_reduce=rh|\"rh\" is not an all_reduce algorithm (ring, rd, rhd)",
-            "all_gather=rhd|\"rhd\" is not an all_gather algorithm (ring, rd, bruck)",
+            "all_reduce=rh|\"rh\" is not an all_reduce algorithm (ring, rd, rhd, hier, hier-leader)",
+            "all_gather=rhd|\"rhd\" is not an all_gather algorithm (ring, rd, bruck, hier, hier-leader)",
             "reduce=rd|\"reduce\" is not an operation",
             "all_sum=rd|all_reduce covers all_sum, all_max and all_min",
             "all_reduce=rd,all_reduce=rhd|all_reduce is named twice",
@@ -97,6 +97,34 @@ class AlgorithmPolicyTest {
     }
 
     @Test
+    void severalHostsWithSeveralRanksOnSomeChooseTheHierarchy() throws Exception {
+        AlgorithmPolicy d = AlgorithmPolicy.defaults();
+        Topology shared = new Topology(8, 2, false);                       // 2 hosts of 4
+        Topology uneven = new Topology(5, 4, false);                       // one host with 2, three with 1
+        for (CollectiveKind k : CollectiveKind.values()) {
+            for (long bytes : new long[] {4, 1 << 20, 1L << 30}) {
+                assertThat(d.choose(k, bytes, shared)).as("%s %d", k, bytes).isEqualTo(Algorithm.HIER);
+                assertThat(d.choose(k, bytes, uneven)).isEqualTo(Algorithm.HIER);
+            }
+            assertThat(d.choose(k, 4, new Topology(8, 1, false))).isNotIn(Algorithm.HIER, Algorithm.HIER_LEADER);   // one host
+            assertThat(d.choose(k, 4, EIGHT_HOSTS)).isNotIn(Algorithm.HIER, Algorithm.HIER_LEADER);             // 1 per host
+            assertThat(d.choose(k, 4, new Topology(8, 2, true))).isEqualTo(RING);                                // shm ring
+        }
+        // JDIST_ALGO forces either variant, or another algorithm over the hierarchy
+        assertThat(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", "hier-leader")).choose(ALL_GATHER, 4, shared))
+                .isEqualTo(Algorithm.HIER_LEADER);
+        assertThat(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", "all_reduce=rd")).choose(ALL_REDUCE, 4, shared)).isEqualTo(RD);
+        assertThat(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", "hier")).choose(SUM_SCATTER, 4, EIGHT_HOSTS))
+                .isEqualTo(Algorithm.HIER);
+        // a user's rule comes before the hierarchy
+        Path f = dir.resolve("hier-rules.json");
+        Files.writeString(f, "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"all_reduce\", \"algorithm\": \"rhd\"}]}");
+        AlgorithmPolicy user = AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO_RULES", f.toString()));
+        assertThat(user.choose(ALL_REDUCE, 4, shared)).isEqualTo(RHD);
+        assertThat(user.choose(ALL_GATHER, 4, shared)).isEqualTo(Algorithm.HIER);
+    }
+
+    @Test
     void rulesFilesRoundTripAndAreReadFromTheVariable() throws Exception {
         AlgorithmRules r = new AlgorithmRules("x", "measured here", List.of(
                 new AlgorithmRules.Rule(ALL_REDUCE, RD, 4, 4, 0, 4096, AlgorithmRules.Hosts.SEVERAL),
@@ -132,7 +160,7 @@ class AlgorithmPolicyTest {
             "{\"format\": \"jdist-algo-rules/1\", \"rules\": [], \"extra\": 1}|the top level has an unknown field \"extra\"",
             "{\"format\": \"jdist-algo-rules/1\", \"rules\": [3]}|rule 0 must be an object",
             "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"bcast\", \"algorithm\": \"rd\"}]}|rule 0: \"op\" must be one of",
-            "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"all_reduce\", \"algorithm\": \"bruck\"}]}|\"algorithm\" must be one of ring, rd, rhd for all_reduce, got \"bruck\"",
+            "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"all_reduce\", \"algorithm\": \"bruck\"}]}|\"algorithm\" must be one of ring, rd, rhd, hier, hier-leader for all_reduce, got \"bruck\"",
             "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"all_reduce\", \"algorithm\": \"rd\", \"maxBytes\": -1}]}|\"maxBytes\" must be a whole number from 0",
             "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"all_reduce\", \"algorithm\": \"rd\", \"maxBytes\": 1.5}]}|\"maxBytes\" must be a whole number",
             "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"all_reduce\", \"algorithm\": \"rd\", \"minRanks\": 1}]}|\"minRanks\" must be a whole number from 2",

@@ -18,7 +18,7 @@ import java.util.Random;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The mesh algorithms as pure schedules (spec collectives.md §10.4–§10.8), run in memory by {@link ScheduleSimulator}:
+ * The mesh algorithms as pure schedules (docs/reference/collectives.md §10.4–§10.8), run in memory by {@link ScheduleSimulator}:
  * every rank's result equals, byte for byte, the value §10.4's reduction order defines (or the concatenation, for
  * all_gather), for all 14 dtypes, n = 2..16, sizes 0, 1, odd and around every segment boundary.
  */

@@ -16,7 +16,7 @@ import java.util.Random;
 import java.util.TreeSet;
 
 /**
- * What the mesh algorithms' tests share: inputs that expose the association order, the value spec collectives.md
+ * What the mesh algorithms' tests share: inputs that expose the association order, the value docs/reference/collectives.md
  * §10.4 defines, and a check of every op and dtype on a group (in-process and in separate JVMs alike).
  */
 public final class MeshChecks {
@@ -45,6 +45,32 @@ public final class MeshChecks {
             if (v < e) Reducer.reduce(op, t, leaves[v], 0, x[first + 1], 0, elements);
         }
         return tree(op, t, leaves, 0, m, elements);
+    }
+
+    /**
+     * §10.11's value of a hierarchical all-reduce: each host's members combined left to right in rank order, then §10.4's
+     * tree over the hosts' values in host order.
+     */
+    public static MemorySegment hierarchicalReference(ReduceOp op, DType t, MemorySegment[] x, long elements, HostLayout h) {
+        return reference(op, t, hostValues(op, t, x, elements, h), elements);
+    }
+
+    /** §10.11's value of a hierarchical sum_scatter (of the whole input): the host values combined left to right in host order. */
+    public static MemorySegment hierarchicalScatterReference(DType t, MemorySegment[] x, long elements, HostLayout h) {
+        MemorySegment[] hosts = hostValues(ReduceOp.SUM, t, x, elements, h);
+        MemorySegment acc = copy(hosts[0]);
+        for (int g = 1; g < hosts.length; g++) Reducer.reduce(ReduceOp.SUM, t, acc, 0, hosts[g], 0, elements);
+        return acc;
+    }
+
+    private static MemorySegment[] hostValues(ReduceOp op, DType t, MemorySegment[] x, long elements, HostLayout h) {
+        MemorySegment[] hosts = new MemorySegment[h.hosts()];
+        for (int g = 0; g < h.hosts(); g++) {
+            int[] m = h.members(g);
+            hosts[g] = copy(x[m[0]]);
+            for (int i = 1; i < m.length; i++) Reducer.reduce(op, t, hosts[g], 0, x[m[i]], 0, elements);
+        }
+        return hosts;
     }
 
     private static MemorySegment tree(ReduceOp op, DType t, MemorySegment[] leaves, int lo, int hi, long elements) {
@@ -114,7 +140,8 @@ public final class MeshChecks {
                 for (ReduceOp op : ReduceOp.values()) {
                     Array out = Array.zeros(t, Math.toIntExact(e));
                     g.allReduce(Array.wrap(inputs[r], t, Math.toIntExact(e)), out, op);
-                    MemorySegment want = expected(g, CollectiveKind.ALL_REDUCE, e * s, () -> reference(op, t, inputs, e));
+                    MemorySegment want = expected(g, CollectiveKind.ALL_REDUCE, e * s, () -> reference(op, t, inputs, e),
+                            h -> hierarchicalReference(op, t, inputs, e, h));
                     if (want != null && out.segment().mismatch(want) != -1) {
                         bad.append("rank ").append(r).append(' ').append(op).append(' ').append(t).append(" E=").append(e).append('\n');
                     }
@@ -137,7 +164,7 @@ public final class MeshChecks {
                 byte[] before = in.toBytes();
                 g.sumScatter(in, out);
                 MemorySegment want = expected(g, CollectiveKind.SUM_SCATTER, c * n * s,
-                        () -> reference(ReduceOp.SUM, t, inputs, c * n));
+                        () -> reference(ReduceOp.SUM, t, inputs, c * n), h -> hierarchicalScatterReference(t, inputs, c * n, h));
                 if (want != null && out.segment().mismatch(want.asSlice(r * c * s, c * s)) != -1) {
                     bad.append("rank ").append(r).append(" sum_scatter ").append(t).append(" C=").append(c).append('\n');
                 }
@@ -172,7 +199,8 @@ public final class MeshChecks {
             MemorySegment[] inputs = inputs(rnd, t, n, e);
             Array out = Array.zeros(t, Math.toIntExact(e));
             g.allReduce(Array.wrap(inputs[r], t, Math.toIntExact(e)), out, ReduceOp.SUM);
-            MemorySegment want = expected(g, CollectiveKind.ALL_REDUCE, e * s, () -> reference(ReduceOp.SUM, t, inputs, e));
+            MemorySegment want = expected(g, CollectiveKind.ALL_REDUCE, e * s, () -> reference(ReduceOp.SUM, t, inputs, e),
+                    h -> hierarchicalReference(ReduceOp.SUM, t, inputs, e, h));
             if (want != null && out.segment().mismatch(want) != -1) bad.append("rank ").append(r).append(" all_sum E=").append(e).append('\n');
             if (!sameOnEveryRank(g, out)) bad.append("rank ").append(r).append(" all_sum E=").append(e).append(": results differ\n");
         }
@@ -189,7 +217,8 @@ public final class MeshChecks {
             }
             Array chunk = Array.zeros(t, Math.toIntExact(e));
             g.sumScatter(Array.wrap(inputs[r], t, Math.toIntExact(e * n)), chunk);
-            MemorySegment want = expected(g, CollectiveKind.SUM_SCATTER, e * n * s, () -> reference(ReduceOp.SUM, t, inputs, e * n));
+            MemorySegment want = expected(g, CollectiveKind.SUM_SCATTER, e * n * s, () -> reference(ReduceOp.SUM, t, inputs, e * n),
+                    h -> hierarchicalScatterReference(t, inputs, e * n, h));
             if (want != null && chunk.segment().mismatch(want.asSlice(r * e * s, e * s)) != -1) {
                 bad.append("rank ").append(r).append(" sum_scatter C=").append(e).append('\n');
             }
@@ -207,9 +236,16 @@ public final class MeshChecks {
         return true;
     }
 
-    /** §10.4's value when the op ran a mesh algorithm; null (values checked by the ring's own tests) when it ran the ring. */
-    private static MemorySegment expected(GroupImpl g, CollectiveKind kind, long bytes, java.util.function.Supplier<MemorySegment> ref) {
-        return ((RingGroup) g).algorithmFor(kind, bytes) == Algorithm.RING ? null : ref.get();
+    /**
+     * The documented value of the op's algorithm: §10.11's ({@code hier}, on the group's host layout) for a hierarchical
+     * one, §10.4's ({@code ref}) for another mesh algorithm; null (values checked by the ring's own tests) for the ring.
+     */
+    private static MemorySegment expected(GroupImpl g, CollectiveKind kind, long bytes, java.util.function.Supplier<MemorySegment> ref,
+                                          java.util.function.Function<HostLayout, MemorySegment> hier) {
+        RingGroup rg = (RingGroup) g;
+        Algorithm a = rg.algorithmFor(kind, bytes);
+        if (a == Algorithm.RING) return null;
+        return a.hierarchical() ? hier.apply(rg.hostLayout().orElseThrow()) : ref.get();
     }
 
 }

@@ -21,7 +21,7 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The mesh algorithms over real sockets (spec collectives.md §10): rings of n ranks in one JVM (a thread per rank) over
+ * The mesh algorithms over real sockets (docs/reference/collectives.md §10): rings of n ranks in one JVM (a thread per rank) over
  * loopback, told that every member is jdist, run every op with each algorithm forced and with the default choice; every
  * rank checks its result against §10.4's value byte for byte, so every rank has the same bytes.
  */
@@ -50,6 +50,30 @@ class MeshInProcessTest {
         List<String> failures = onJdistRing(n, Map.of("JDIST_ALGO", algo), g -> MeshChecks.checkAll(g, seed, n <= 8)
                 + (algo.equals("auto") ? MeshChecks.checkCrossovers(g, seed) : ""));
         assertThat(String.join("", failures)).isEmpty();
+    }
+
+    /**
+     * Hosts faked with {@code JDIST_HOST_ID} (the host of rank q is {@code hosts[q]}): every op and dtype with the hierarchy
+     * chosen by default or forced, values checked against §10.11's on every rank; and the layout every rank sees.
+     */
+    @ParameterizedTest(name = "hosts {0}, JDIST_ALGO={1}")
+    @CsvSource({"0 0 0 1 1 1,auto", "0 0 1 1 1,hier", "0 1 0 1 2 2 2,auto", "0 1 0 1 2 2 2,hier-leader", "0 1 2 3,hier",
+            "0 0 1 2 2,auto", "0 0 0 0,hier"})
+    void hierarchyOverFakedHostsGivesTheDocumentedBytesOnEveryRank(String hosts, String algo) throws Exception {
+        String[] hostOf = hosts.split(" ");
+        int n = hostOf.length;
+        Path hf = RingTestSupport.hostfile(dir, n, 1);
+        List<String> failures = RingTestSupport.onEveryRank(hf, n, Map.of(), g -> {
+            RingGroup rg = (RingGroup) g;
+            rg.membersAreJdist(null, Map.of("JDIST_ALGO", algo, "JDIST_HOST_ID", "host-" + hostOf[g.rank()]));
+            String layout = rg.hostLayout().orElseThrow().toString();
+            String chosen = rg.algorithmFor(CollectiveKind.ALL_REDUCE, 4).text();
+            return MeshChecks.checkAll(rg, 31L * n + hosts.hashCode(), n <= 5) + "|" + layout + "|" + chosen;
+        });
+        String wantLayout = dev.jdist.algo.HostLayout.ofHosts(java.util.Arrays.stream(hostOf).mapToInt(Integer::parseInt).toArray())
+                .toString();
+        String wantAlgo = algo.equals("auto") ? "hier" : algo;
+        assertThat(failures).containsOnly("|" + wantLayout + "|" + wantAlgo);
     }
 
     @Test

@@ -22,7 +22,7 @@ import java.util.Map;
  * the sender and the receiver are in the steps that hold it (nothing is buffered between ranks, so a schedule that
  * finishes here cannot deadlock over TCP either). Checks on the way what {@link MeshSchedule} promises: the k-th
  * message a sends to b has the length of the k-th message b receives from a, and no received range overlaps another
- * range of the same step. Combines follow spec §1.3 with the left operand the schedule names.
+ * range of the same step. Combines follow docs/reference/collectives.md §1.3 with the left operand the schedule names.
  */
 final class ScheduleSimulator {
     private ScheduleSimulator() {}
@@ -125,7 +125,7 @@ final class ScheduleSimulator {
         };
     }
 
-    /** {@code into := op(left, right)} as the combine says (spec §1.3, ring rule). */
+    /** {@code into := op(left, right)} as the combine says (docs/reference/collectives.md §1.3, ring rule). */
     static void combine(Combine c, MemorySegment into, MemorySegment from, ReduceOp op, DType dtype) {
         int s = dtype.itemSize();
         if (c.bytes() % s != 0) throw new ScheduleError("combine of " + c.bytes() + " bytes is not whole " + dtype + " elements");

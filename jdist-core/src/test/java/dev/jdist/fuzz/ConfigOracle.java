@@ -21,7 +21,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * What the configuration fuzzer calls valid, written from the documents (spec collectives.md §3.1,
+ * What the configuration fuzzer calls valid, written from the documents (docs/reference/collectives.md §3.1,
  * §4.1, §6.1; docs/backends.md; docs/hostfiles.md) and not from jdist's parsers: JSON is checked with
  * Gson's strict reader, not Jackson, and every rule is restated here. A verdict is VALID (jdist must
  * accept), INVALID (jdist must reject with a ConfigException) or NOT_CONFIGURED (a non-strict init
@@ -142,7 +142,7 @@ final class ConfigOracle {
     /** A JSON number, kept as its text. */
     record Num(String text) {}
 
-    // ------------------------------------------------------------------ ring (spec §3.1)
+    // ------------------------------------------------------------------ ring (docs/reference/collectives.md §3.1)
 
     /** The ring's hostfile: the rank count when valid. */
     static int ringHostfile(byte[] bytes) throws Invalid {
@@ -224,7 +224,7 @@ final class ConfigOracle {
         if (!(ms >= 1 && ms <= 7 * 24 * 3600_000.0)) throw new Invalid("timeout out of range");
     }
 
-    /** The ring's environment (spec §3.1, docs/backends.md "ring / Environment"). */
+    /** The ring's environment (docs/reference/collectives.md §3.1, docs/backends.md "ring / Environment"). */
     static Verdict ringEnv(Map<String, String> env, boolean strict, byte[] hostfileBytes) {
         String rank = env.get("MLX_RANK"), hostfile = env.get("MLX_HOSTFILE");
         if (rank == null || hostfile == null) return strict ? Verdict.INVALID : Verdict.NOT_CONFIGURED;
@@ -266,7 +266,7 @@ final class ConfigOracle {
         return b.longValue();
     }
 
-    // ------------------------------------------------------------------ JACCL (spec §4.1)
+    // ------------------------------------------------------------------ JACCL (docs/reference/collectives.md §4.1)
 
     /** The device matrix: items as lists of device names. */
     static List<List<List<String>>> deviceMatrix(byte[] bytes) throws Invalid {
@@ -366,7 +366,7 @@ final class ConfigOracle {
         return v != null && !v.isBlank() ? v : null;
     }
 
-    // ------------------------------------------------------------------ NCCL (spec §6.1)
+    // ------------------------------------------------------------------ NCCL (docs/reference/collectives.md §6.1)
 
     static Verdict ncclEnv(Map<String, String> env, boolean strict) {
         for (String k : List.of("NCCL_HOST_IP", "NCCL_PORT", "MLX_RANK", "MLX_WORLD_SIZE")) {

@@ -36,7 +36,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * and the ops-table function pointers), struct layouts, the QP state machine and the algorithms —
  * against a fake libibverbs compiled here with gcc from the installed rdma-core headers
  * ({@code fake_ibverbs.c}). The fake joins all QPs of the process into one fabric and records every
- * deviation from what spec §4.3/§4.4 prescribes (CQ size, QP caps, masks, PSN 7, MTU 1024, GID index,
+ * deviation from what docs/reference/collectives.md §4.3/§4.4 prescribes (CQ size, QP caps, masks, PSN 7, MTU 1024, GID index,
  * whole-frame SGEs, lkeys of the right PD, ≤ 32 outstanding work requests, wr_id kinds).
  */
 class FakeVerbsIT {

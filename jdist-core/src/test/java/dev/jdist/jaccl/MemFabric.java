@@ -6,8 +6,8 @@ import java.util.ArrayDeque;
 import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
- * An in-memory RDMA fabric that models the verbs semantics the JACCL algorithms rely on (spec
- * collectives.md §4.4, §4.8): two-sided SEND/RECV of whole registered buffers; per-queue-pair FIFO
+ * An in-memory RDMA fabric that models the verbs semantics the JACCL algorithms rely on (
+ * docs/reference/collectives.md §4.4, §4.8): two-sided SEND/RECV of whole registered buffers; per-queue-pair FIFO
  * order; a completion queue per queue pair with a status per work request; at most 32 outstanding
  * sends and 32 outstanding receives per queue pair (posting more is an error, as in verbs); a
  * receive smaller than the send is a length error on both sides. A SEND that finds no posted

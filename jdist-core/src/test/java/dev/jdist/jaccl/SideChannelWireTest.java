@@ -18,7 +18,7 @@ import java.util.concurrent.TimeUnit;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The side channel's bytes [wire] (spec collectives.md §4.2), checked against hand-written peers
+ * The side channel's bytes [wire] (docs/reference/collectives.md §4.2), checked against hand-written peers
  * that speak the protocol with raw sockets, as an MLX rank would.
  */
 class SideChannelWireTest {

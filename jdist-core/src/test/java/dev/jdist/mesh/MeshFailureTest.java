@@ -21,7 +21,7 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Failures over the peer mesh (spec collectives.md §10.2), in one JVM over loopback: a member that leaves or goes
+ * Failures over the peer mesh (docs/reference/collectives.md §10.2), in one JVM over loopback: a member that leaves or goes
  * silent fails every other member with an error naming ranks and addresses, the group stays broken, and a stranger on
  * a mesh listener changes nothing.
  */

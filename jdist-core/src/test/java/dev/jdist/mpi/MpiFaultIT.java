@@ -29,12 +29,18 @@ class MpiFaultIT {
     private static final long LIMIT_SECONDS = 180;
     private static final int DEADLINE_SECONDS = 5;
 
-    @ParameterizedTest(name = "{0}: rank {1} stopped, the others in {2}")
-    @CsvSource({"openmpi, 1, all_sum", "openmpi, 2, recv", "openmpi, 1, close", "mpich, 1, all_gather", "mpich, 0, sum_scatter",
-        "mpich, 2, recv"})
+    /**
+     * {@code deadline}: JDIST_TIMEOUT=5s ends the wait. {@code watch}: a job token, so the liveness watch runs; JDIST_TIMEOUT
+     * unset (30 min) and JDIST_HEARTBEAT=2s: the watch finds the stopped rank and ends the job long before the deadline.
+     */
+    @ParameterizedTest(name = "{0}: rank {1} stopped, the others in {2}, found by the {3}")
+    @CsvSource({"openmpi, 1, all_sum, deadline", "openmpi, 2, recv, deadline", "openmpi, 1, close, deadline",
+        "mpich, 1, all_gather, deadline", "mpich, 0, sum_scatter, deadline", "mpich, 2, recv, deadline",
+        "openmpi, 1, all_sum, watch", "mpich, 2, recv, watch"})
     @Timeout(value = LIMIT_SECONDS + 60, unit = TimeUnit.SECONDS)
-    void aStoppedRankEndsTheJobWithinTheDeadlineWithTheTypedErrorAndLeavesNoProcess(String impl, int stopped, String op)
-            throws Exception {
+    void aStoppedRankEndsTheJobWithinTheDeadlineWithTheTypedErrorAndLeavesNoProcess(String impl, int stopped, String op,
+                                                                                         String detector) throws Exception {
+        boolean watch = detector.equals("watch");
         boolean openMpi = impl.equals("openmpi");
         String launcherName = openMpi ? "mpirun.openmpi" : "mpirun.mpich";
         var launcher = Requirements.findExecutable(launcherName);
@@ -55,10 +61,17 @@ class MpiFaultIT {
             env.remove(k);
         }
         env.put("MLX_MPI_LIBNAME", lib.get().toString());
-        env.put("JDIST_TIMEOUT", DEADLINE_SECONDS + "s");
+        env.remove("JDIST_TIMEOUT");
+        env.remove("JDIST_JOB_TOKEN");
+        if (watch) {
+            env.put("JDIST_JOB_TOKEN", "mpi-fault-it-" + System.nanoTime());
+            env.put("JDIST_HEARTBEAT", "2s");
+        } else {
+            env.put("JDIST_TIMEOUT", DEADLINE_SECONDS + "s");
+        }
         Path logDir = Path.of("target", "mpi-it");
         Files.createDirectories(logDir);
-        Path log = logDir.resolve("fault-" + impl + "-" + stopped + "-" + op + ".log");
+        Path log = logDir.resolve("fault-" + impl + "-" + stopped + "-" + op + "-" + detector + ".log");
         pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
 
         Process p = pb.start();
@@ -84,20 +97,26 @@ class MpiFaultIT {
             assertThat(rankPids).as("every rank started:\n%s", shown).hasSize(3);
             assertThat(stoppedAt).as("rank %d stopped itself:\n%s", stopped, shown).isPositive();
             double seconds = (ended - stoppedAt) / 1e9;
-            System.out.printf("[MpiFaultIT] %s, rank %d stopped, %s: job ended %.1f s after the stop, exit status %d%n",
-                    impl, stopped, op, seconds, p.exitValue());
+            System.out.printf("[MpiFaultIT] %s, rank %d stopped, %s, %s: job ended %.1f s after the stop, exit status %d%n",
+                    impl, stopped, op, detector, seconds, p.exitValue());
             assertThat(out).as("no operation returned:\n%s", shown).doesNotContain("RETURNED");
-            assertThat(out).as("the typed error on stderr:\n%s", shown)
-                    .contains("dev.jdist.DeadlineExceededException: mpi rank ")
-                    .contains("did not complete within " + DEADLINE_SECONDS + " s (JDIST_TIMEOUT")
-                    .contains("MPI_Abort");
-            assertThat(out).contains(switch (op) {
-                case "all_sum" -> "all_sum float32[1024] (MPI_Iallreduce)";
-                case "all_gather" -> "all_gather int32[7] (MPI_Iallgather)";
-                case "sum_scatter" -> "sum_scatter float64[15] (MPI_Ireduce_scatter_block)";
-                case "recv" -> "recv float32[16] from rank " + stopped + " (MPI_Irecv)";
-                default -> "close (MPI_Ibarrier before MPI_Finalize)";
-            });
+            if (watch) {
+                assertThat(out).as("the watch's typed error on stderr:\n%s", shown)
+                        .contains("dev.jdist.PeerUnresponsiveException: ").contains("rank " + stopped + " ")
+                        .contains("its process is stopped").contains("MPI_Abort");
+            } else {
+                assertThat(out).as("the typed error on stderr:\n%s", shown)
+                        .contains("dev.jdist.DeadlineExceededException: mpi rank ")
+                        .contains("did not complete within " + DEADLINE_SECONDS + " s (JDIST_TIMEOUT")
+                        .contains("MPI_Abort");
+                assertThat(out).contains(switch (op) {
+                    case "all_sum" -> "all_sum float32[1024] (MPI_Iallreduce)";
+                    case "all_gather" -> "all_gather int32[7] (MPI_Iallgather)";
+                    case "sum_scatter" -> "sum_scatter float64[15] (MPI_Ireduce_scatter_block)";
+                    case "recv" -> "recv float32[16] from rank " + stopped + " (MPI_Irecv)";
+                    default -> "close (MPI_Ibarrier before MPI_Finalize)";
+                });
+            }
             assertThat(p.exitValue()).as("exit status:\n%s", shown).isNotZero();
             // Deadline, then the launcher's teardown: well under a minute, never "forever".
             assertThat(seconds).as("seconds from the stop to the end of the job").isLessThan(DEADLINE_SECONDS + 55);

@@ -6,7 +6,7 @@ import java.util.HexFormat;
 import java.util.Random;
 
 /**
- * One rank of the §6.3 bootstrap as its own process, configured by the real environment
+ * One rank of the docs/reference/collectives.md §6.3 bootstrap as its own process, configured by the real environment
  * (NCCL_HOST_IP, NCCL_PORT, MLX_RANK, MLX_WORLD_SIZE, MLX_NCCL_TIMEOUT). Rank 0 serves 128 bytes
  * made from the seed in args[0]. Prints {@code ID <hex> <ms>} and exits 0, or {@code ERROR <class>: <message>}
  * and exits 3.

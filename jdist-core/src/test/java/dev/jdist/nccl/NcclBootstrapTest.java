@@ -20,7 +20,7 @@ import java.util.concurrent.TimeUnit;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** The §6.3 bootstrap on loopback, ranks as threads (NcclBootstrapIT runs it with real processes). */
+/** The docs/reference/collectives.md §6.3 bootstrap on loopback, ranks as threads (NcclBootstrapIT runs it with real processes). */
 @Timeout(60)
 class NcclBootstrapTest {
 

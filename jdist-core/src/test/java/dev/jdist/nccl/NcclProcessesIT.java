@@ -21,7 +21,7 @@ import static dev.jdist.nccl.NcclTestSupport.rankEnv;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Real processes on loopback: the §6.3 bootstrap between separate JVMs (clients started before the
+ * Real processes on loopback: the docs/reference/collectives.md §6.3 bootstrap between separate JVMs (clients started before the
  * server retry; a lone client times out with an exception, not an exit), and a whole nccl rank
  * configured only through its environment, against the stub libraries.
  */
@@ -136,16 +136,8 @@ class NcclProcessesIT {
     @CsvSource({"stop, 3s, DeadlineExceededException", "exit, 60s, PeerLostException"})
     void aStoppedOrDeadPeerEndsInAbortAndTheTypedErrorAndCloseReturnsWithinSeconds(String scenario, String timeout,
                                                                                 String error) throws Exception {
-        NcclStubLibraries stubs = NcclStubLibraries.get();
         Path world = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "nccl-world-");
-        int port = FreePorts.one();
-        int[] index = new int[2];
-        for (int r = 0; r < 2; r++) {
-            Map<String, String> env = new java.util.HashMap<>(stubs.env());
-            env.put("JDIST_STUB_NCCL_WORLD_DIR", world.toString());
-            env.put("JDIST_TIMEOUT", timeout);
-            index[r] = start(NcclFaultProgram.class, rankEnv(r, 2, port, 30_000, env), scenario);
-        }
+        int[] index = startFaultPair(world, scenario, Map.of("JDIST_TIMEOUT", timeout));
         Result rank0 = finish(index[0]);
         assertThat(rank0.exit()).as(rank0.out()).isEqualTo(3);
         assertThat(rank0.out()).contains("FIRST OK 0").doesNotContain("RETURNED")
@@ -170,6 +162,42 @@ class NcclProcessesIT {
         for (int r = 0; r < 2; r++) {
             assertThat(procs.process(index[r]).isAlive()).as("rank %d's process is gone", r).isFalse();
         }
+    }
+
+    /**
+     * Between jdist ranks (a job token) the liveness watch runs beside NCCL: with JDIST_TIMEOUT unset (30 min) a stopped
+     * peer still ends rank 0's all_sum within JDIST_HEARTBEAT, through ncclCommAbort, as PeerUnresponsiveException.
+     */
+    @Test
+    void withAJobTokenTheLivenessWatchEndsTheWaitForAStoppedPeerWithinTheHeartbeat() throws Exception {
+        Path world = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "nccl-world-");
+        int[] index = startFaultPair(world, "stop", Map.of("JDIST_JOB_TOKEN", "nccl-liveness-test-token", "JDIST_HEARTBEAT", "2s"));
+        Result rank0 = finish(index[0]);
+        assertThat(rank0.exit()).as(rank0.out()).isEqualTo(3);
+        assertThat(rank0.out()).contains("FIRST OK 0").doesNotContain("RETURNED")
+                .contains("ERROR PeerUnresponsiveException rank=0 op=all_sum float32[4] ").contains("its process is stopped");
+        long after = Long.parseLong(rank0.out().replaceAll("(?s).*after=(\\d+).*", "$1"));
+        System.out.printf("[NcclProcessesIT] stop with the watch: rank 0 failed after %d ms%n", after);
+        assertThat(after).as("found by the heartbeat (2 s), not the 30 min deadline").isLessThan(60_000L);
+        try (var files = Files.walk(world)) {
+            assertThat(files.anyMatch(f -> f.getFileName().toString().equals("abort.0"))).as("rank 0 called ncclCommAbort")
+                    .isTrue();
+        }
+        procs.close();
+    }
+
+    /** Two NcclFaultProgram ranks against the stub libraries in {@code world}, with {@code extra} in their environment. */
+    private int[] startFaultPair(Path world, String scenario, Map<String, String> extra) throws Exception {
+        NcclStubLibraries stubs = NcclStubLibraries.get();
+        int port = FreePorts.one();
+        int[] index = new int[2];
+        for (int r = 0; r < 2; r++) {
+            Map<String, String> env = new java.util.HashMap<>(stubs.env());
+            env.put("JDIST_STUB_NCCL_WORLD_DIR", world.toString());
+            env.putAll(extra);
+            index[r] = start(NcclFaultProgram.class, rankEnv(r, 2, port, 30_000, env), scenario);
+        }
+        return index;
     }
 
     @Test

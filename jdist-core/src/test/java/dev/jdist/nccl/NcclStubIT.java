@@ -332,7 +332,7 @@ class NcclStubIT {
         assertThat(g.backend()).isEqualTo("nccl");
         assertThat(g.size()).isEqualTo(1);
         Array x = Array.of(1f, 2f);
-        assertThat(g.allSum(x)).isSameAs(x);                          // §2.5: 1-rank groups return their input
+        assertThat(g.allSum(x)).isSameAs(x);                          // docs/reference/collectives.md §2.5: 1-rank groups return their input
         NcclGroup ng = NcclGroup.of(g);
         try (DeviceArray d = ng.toDevice(x); DeviceArray s = ng.allSum(d); DeviceArray all = ng.allGather(d)) {
             assertThat(s.toHost().toFloatArray()).containsExactly(1f, 2f);

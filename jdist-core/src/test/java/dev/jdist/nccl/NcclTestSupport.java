@@ -8,7 +8,7 @@ final class NcclTestSupport {
 
     private NcclTestSupport() {}
 
-    /** The four §6.1 variables for {@code rank} of {@code n} on 127.0.0.1:{@code port}, plus {@code extra}. */
+    /** The four docs/reference/collectives.md §6.1 variables for {@code rank} of {@code n} on 127.0.0.1:{@code port}, plus {@code extra}. */
     static Map<String, String> rankEnv(int rank, int n, int port, long timeoutMs, Map<String, String> extra) {
         Map<String, String> env = new HashMap<>(extra);
         env.put("NCCL_HOST_IP", "127.0.0.1");

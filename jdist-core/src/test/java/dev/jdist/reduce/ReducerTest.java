@@ -83,7 +83,7 @@ class ReducerTest {
         }
     }
 
-    /** Bytes must match, except that two NaNs from a sum need not share payload bits (spec §1.3). */
+    /** Bytes must match, except that two NaNs from a sum need not share payload bits (docs/reference/collectives.md §1.3). */
     private static void assertSameResults(DType dtype, ReduceOp op, byte[] got, byte[] want, String what) {
         if (op != ReduceOp.SUM || !(dtype.isFloatingPoint() || dtype == DType.COMPLEX64)) {
             assertThat(got).as(what).isEqualTo(want);

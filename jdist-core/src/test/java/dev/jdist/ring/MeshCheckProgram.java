@@ -11,18 +11,20 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * One rank of a multi-process check of the size-aware algorithms (spec collectives.md §10), started by
+ * One rank of a multi-process check of the size-aware algorithms (docs/reference/collectives.md §10), started by
  * {@link MeshMultiProcessIT} with MLX_RANK and MLX_HOSTFILE. With {@code jdist} (the job has a JDIST_JOB_TOKEN): the
  * group must have formed its peer mesh; every op and dtype runs under several algorithm choices (the same sequence on
  * every rank) and each rank checks its bytes against §10.4's value and against every other rank's. With {@code mlx} (no
- * token): there must be no mesh, and the ring runs. Prints "rank r of n: OK ..." and exits 0, or prints what is wrong
+ * token): there must be no mesh, and the ring runs. With {@code hier} (a job token, and JDIST_HOST_ID faking several hosts):
+ * as {@code jdist}, under the hierarchy chosen by default and forced, values checked against §10.11's. Prints "rank r of n: OK ..." and exits 0, or prints what is wrong
  * and exits 1.
  */
 public final class MeshCheckProgram {
     private MeshCheckProgram() {}
 
     public static void main(String[] args) {
-        boolean jdist = args.length > 0 && args[0].equals("jdist");
+        boolean hier = args.length > 0 && args[0].equals("hier");
+        boolean jdist = hier || args.length > 0 && args[0].equals("jdist");
         Group world = Distributed.init(true, "ring");
         RingGroup g = (RingGroup) world.impl();
         StringBuilder bad = new StringBuilder();
@@ -37,13 +39,19 @@ public final class MeshCheckProgram {
                 if (g.peerMesh().isEmpty()) bad.append("a job-token group formed no mesh\n");
                 if (world.jobTable().isEmpty()) bad.append("no job table\n");
                 boolean allDtypes = world.size() <= 5;
-                for (String algo : List.of("auto", "rd", "rhd", "all_gather=bruck,sum_scatter=rh")) {
+                List<String> algos = hier ? List.of("auto", "hier-leader", "all_reduce=rd,all_gather=hier,sum_scatter=hier")
+                        : List.of("auto", "rd", "rhd", "all_gather=bruck,sum_scatter=rh");
+                for (String algo : algos) {
                     g.useAlgorithmPolicy(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", algo)));
                     String got = MeshChecks.checkAll(g, 1000L * world.size() + algo.hashCode(), allDtypes);
                     if (algo.equals("auto")) got += MeshChecks.checkCrossovers(g, 7);
                     if (!got.isEmpty()) bad.append("JDIST_ALGO=").append(algo).append(":\n").append(got);
                 }
                 detail = "mesh, " + g.peerMesh().map(m -> m.openConnections() + " connection(s)").orElse("none");
+                if (hier) {
+                    g.useAlgorithmPolicy(AlgorithmPolicy.defaults());
+                    detail = "hosts " + g.hostLayout().orElseThrow() + ", " + g.algorithmFor(CollectiveKind.ALL_REDUCE, 4);
+                }
             }
         } catch (RuntimeException e) {
             e.printStackTrace();

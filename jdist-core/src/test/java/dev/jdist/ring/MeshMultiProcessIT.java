@@ -28,6 +28,28 @@ class MeshMultiProcessIT {
         run(n, "jdist", Map.of("JDIST_JOB_TOKEN", "mesh-it", "JDIST_TIMEOUT", "120"), "(mesh, ");
     }
 
+    /** Hosts faked per rank with JDIST_HOST_ID: 2 ranks on host a, 3 on host b, 1 on host c (uneven, one alone). */
+    @Test
+    @Timeout(600)
+    void ranksOnSeveralFakedHostsChooseTheHierarchyAndAgreeBitForBit() throws Exception {
+        String[] hostOf = {"a", "a", "b", "b", "c", "b"};
+        int n = hostOf.length;
+        Path hf = RingTestSupport.hostfile(dir, n, 1);
+        try (RankProcesses ranks = new RankProcesses()) {
+            for (int r = 0; r < n; r++) {
+                ranks.start(dir, r, hf, MeshCheckProgram.class,
+                        Map.of("JDIST_JOB_TOKEN", "hier-it", "JDIST_TIMEOUT", "120", "JDIST_HOST_ID", "host-" + hostOf[r]), "hier");
+            }
+            for (int r = 0; r < n; r++) {
+                int code = ranks.await(r, 540);
+                assertThat(code).as("rank %d exit code; outputs:%n%s", r, ranks.allOutputs()).isZero();
+            }
+            for (int r = 0; r < n; r++) {
+                assertThat(ranks.output(r)).contains("rank " + r + " of " + n + ": OK (hosts [0, 1] | [2, 3, 5] | [4], hier)");
+            }
+        }
+    }
+
     @Test
     @Timeout(300)
     void withoutATokenThereIsNoMesh() throws Exception {

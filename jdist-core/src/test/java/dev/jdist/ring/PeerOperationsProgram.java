@@ -8,7 +8,7 @@ import dev.jdist.Group;
 import java.util.List;
 
 /**
- * One rank of a multi-process check of the operations MLX lacks on the ring (spec collectives.md §13), started by
+ * One rank of a multi-process check of the operations MLX lacks on the ring (docs/reference/collectives.md §13), started by
  * {@link PeerOperationsMultiProcessIT} with MLX_RANK, MLX_HOSTFILE and a JDIST_JOB_TOKEN: every value
  * {@link CollectiveChecks} knows (broadcast, barrier, all_to_all(v), gather, scatter, any-peer send/recv, batches), on
  * the world and on a split. Prints "rank r of n: OK ..." and exits 0, or prints what is wrong and exits 1.

@@ -17,7 +17,7 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** MLX_RANK / MLX_HOSTFILE / JDIST_TIMEOUT validation (spec §3.1): ConfigException naming file and item, before any socket. */
+/** MLX_RANK / MLX_HOSTFILE / JDIST_TIMEOUT validation (docs/reference/collectives.md §3.1): ConfigException naming file and item, before any socket. */
 @Timeout(30)
 class RingConfigTest {
 

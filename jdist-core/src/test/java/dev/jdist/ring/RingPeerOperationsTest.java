@@ -18,7 +18,7 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The operations MLX lacks on the ring (spec collectives.md §13), over real loopback sockets with a rank per thread:
+ * The operations MLX lacks on the ring (docs/reference/collectives.md §13), over real loopback sockets with a rank per thread:
  * between jdist members (the peer mesh) every value {@link CollectiveChecks} knows, on every rank, over TCP and shared
  * memory; with MLX peers possible, MLX's neighbour rule for send/recv and a clear error for the rest.
  */

@@ -21,7 +21,7 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** The pure ring schedules against the spec's worked examples (collectives.md §3.6–§3.11, §9). */
+/** The pure ring schedules against the reference's worked examples (docs/reference/collectives.md §3.6–§3.11, §9). */
 class RingScheduleTest {
 
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);

@@ -37,7 +37,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The fake-peer harness: one rank of the ring is played by this test at the byte level, over real
- * loopback sockets, from the spec (collectives.md §3.2–§3.8) — its expected byte streams are computed
+ * loopback sockets, from the reference (docs/reference/collectives.md §3.2–§3.8) — its expected byte streams are computed
  * here independently of {@link RingSchedule}. The other ranks are real jdist ranks in this JVM.
  * The fake checks every byte its neighbours write to it (order, values, association of partial
  * sums), that nothing is written during set-up, and that nothing extra follows an operation.
@@ -55,7 +55,7 @@ class RingWireTest {
         pool.shutdownNow();
     }
 
-    // ------------------------------------------------------------------ the spec, written out directly
+    // ------------------------------------------------------------------ the reference, written out directly
 
     /** A part: element (or byte) range, connection, direction. */
     record SpecPart(long start, long len, int conn, int d) {}
@@ -194,7 +194,7 @@ class RingWireTest {
                     int b = s.getInputStream().read();
                     throw new AssertionError(when + ": unexpected " + (b < 0 ? "EOF" : "byte " + b) + " on " + s);
                 } catch (SocketTimeoutException expected) {
-                    // silence, as the spec requires
+                    // silence, as the reference requires
                 } finally {
                     s.setSoTimeout(20_000);
                 }

@@ -259,4 +259,18 @@ class ShmTransportTest {
         g.allReduce(one, s, ReduceOp.SUM);
         if (s.getDouble(0) != n) bad.append("rank ").append(r).append(" parent after split: ").append(s.getDouble(0)).append('\n');
     }
+
+    @Test
+    void capacityIsBoundedPerGroup() {
+        assertThat(ShmSetup.linkCapacity(1 << 20, 1)).isEqualTo(1 << 20);
+        assertThat(ShmSetup.linkCapacity(8 << 20, 1)).isEqualTo(4 << 20);   // 4 links * 4 MiB + headers <= 32 MiB
+        for (int k = 1; k <= 16; k++) {
+            for (long req : new long[] {4096, 1 << 20, 8 << 20}) {
+                long cap = ShmSetup.linkCapacity(req, k);
+                assertThat(Long.bitCount(cap)).isEqualTo(1);
+                assertThat(cap).isLessThanOrEqualTo(req);
+                assertThat(2 * ShmSetup.fileBytes(k, cap)).isLessThanOrEqualTo(ShmSetup.MAX_MAPPED_PER_GROUP + 2 * ShmSetup.FILE_HEADER);
+            }
+        }
+    }
 }

@@ -4,7 +4,7 @@
  * layouts are used). Queue pairs of all "devices" in this process form one fabric: a SEND is matched
  * to the receive queue of the QP whose number the sender was connected to (dest_qp_num), whole
  * buffers, FIFO per QP, completions with status. Every call checks its arguments against what the
- * JACCL spec (collectives.md 4.3/4.4) prescribes and records violations, which the test reads with
+ * JACCL reference (docs/reference/collectives.md 4.3/4.4) prescribes and records violations, which the test reads with
  * fake_violations().
  */
 #include <infiniband/verbs.h>

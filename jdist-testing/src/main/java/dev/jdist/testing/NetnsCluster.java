@@ -13,7 +13,6 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -46,7 +45,8 @@ import java.util.stream.Stream;
  * {@code ip netns exec} binds over {@code /etc/hosts}; removed by close). {@link #addNetwork()} gives every host one
  * more interface on a separate bridge, for tests of hosts with two networks.
  *
- * <p>Sessions started by each sshd get {@code PATH=<stubDir(i)>:...}, {@code JDIST_TEST_HOST=<alias>} and
+ * <p>Sessions started by each sshd get {@code PATH=<stubDir(i)>:...}, {@code JDIST_TEST_HOST=<alias>},
+ * {@code JDIST_HOST_ID=<alias>} (the namespaces share one kernel, so its boot id would make them one host to jdist) and
  * {@code HOME=<homeDir(i)>} (so the machine's own dotfiles do not run), so
  * {@link #putStub} can shadow system commands (system_profiler, ifconfig, ...) per host. The filesystem is
  * shared with the test (same java, same jars, same temp directories).
@@ -105,7 +105,7 @@ public final class NetnsCluster implements AutoCloseable {
         long pid = ProcessHandle.current().pid();
         this.tag = pid + "x" + Integer.toString(COUNTER.incrementAndGet(), 36);
         this.bridge = "jb" + tag;
-        if (bridge.length() > 15 || ("jv" + tag + "h" + (hosts - 1)).length() > 15) {
+        if (bridge.length() > 15 || bridgePort(hosts - 1).length() > 15) {
             throw new IllegalStateException("interface names too long for tag " + tag);
         }
         try {
@@ -204,6 +204,16 @@ public final class NetnsCluster implements AutoCloseable {
     /** The network namespace name of host i (for {@code ip netns exec}). */
     public String namespace(int i) {
         return namespaces.get(i);
+    }
+
+    /** The bridge in the root namespace that joins the hosts. */
+    public String bridgeName() {
+        return bridge;
+    }
+
+    /** The root-namespace end of host i's veth pair (attached to the bridge; traffic towards host i leaves through it). */
+    public String bridgePort(int i) {
+        return "jv" + tag + "h" + i;
     }
 
     /** The {@code ssh -F} configuration file. */
@@ -339,7 +349,7 @@ public final class NetnsCluster implements AutoCloseable {
 
             for (int i = 0; i < hosts; i++) {
                 String ns = namespace(i);
-                String veth = "jv" + tag + "h" + i;
+                String veth = bridgePort(i);
                 String peer = "jp" + tag + "h" + i;
                 run("ip", "netns", "add", ns);
                 run("ip", "link", "add", veth, "type", "veth", "peer", "name", peer);
@@ -408,7 +418,7 @@ public final class NetnsCluster implements AutoCloseable {
                 "LogLevel INFO",
                 // HOME points at the host's own folder so sessions do not run the machine user's shell start-up
                 // files (a ~/.bashrc that, say, waits on a pyenv lock would stall every ssh call of every test)
-                "SetEnv PATH=" + path + " JDIST_TEST_HOST=" + hostName(i) + " HOME=" + hostDir,
+                "SetEnv PATH=" + path + " JDIST_TEST_HOST=" + hostName(i) + " JDIST_HOST_ID=" + hostName(i) + " HOME=" + hostDir,
                 "");
         Files.writeString(hostDir.resolve("sshd_config"), cfg);
     }
@@ -469,7 +479,7 @@ public final class NetnsCluster implements AutoCloseable {
             if (m.find() && !pidAlive(Long.parseLong(m.group(2)))) {
                 killAllIn(m.group(1));
                 CommandResult.run(CMD_TIMEOUT, "ip", "netns", "del", m.group(1));
-                deleteRecursively(NETNS_ETC.resolve(m.group(1)));
+                TestFiles.deleteRecursively(NETNS_ETC.resolve(m.group(1)));
             }
         }
         CommandResult links = CommandResult.run(CMD_TIMEOUT, "ip", "-o", "link", "show", "type", "bridge");
@@ -504,7 +514,7 @@ public final class NetnsCluster implements AutoCloseable {
         }
         for (String ns : namespaces) {
             CommandResult.run(CMD_TIMEOUT, "ip", "netns", "del", ns);
-            deleteRecursively(NETNS_ETC.resolve(ns));
+            TestFiles.deleteRecursively(NETNS_ETC.resolve(ns));
         }
         try {
             Files.deleteIfExists(NETNS_ETC);   // only when no other cluster's hosts file is left in it
@@ -515,7 +525,7 @@ public final class NetnsCluster implements AutoCloseable {
         for (String br : extraBridges) {
             CommandResult.run(CMD_TIMEOUT, "ip", "link", "del", br);
         }
-        deleteRecursively(dir);
+        TestFiles.deleteRecursively(dir);
         if (hook != null && Thread.currentThread() != hook) {
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
@@ -579,22 +589,6 @@ public final class NetnsCluster implements AutoCloseable {
         }
     }
 
-    private static void deleteRecursively(Path root) {
-        if (root == null || !Files.exists(root)) {
-            return;
-        }
-        try (Stream<Path> walk = Files.walk(root)) {
-            walk.sorted(Comparator.reverseOrder()).forEach(p -> {
-                try {
-                    Files.deleteIfExists(p);
-                } catch (IOException ignored) {
-                    // best effort
-                }
-            });
-        } catch (IOException ignored) {
-            // best effort
-        }
-    }
 
     @Override
     public String toString() {

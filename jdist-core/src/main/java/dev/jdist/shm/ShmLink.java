@@ -1,12 +1,13 @@
-package dev.jdist.ring;
+package dev.jdist.shm;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 
 /**
- * One direction of one ring connection in shared memory ({@code JDIST_TRANSPORT=shm}): a
- * single-producer single-consumer byte ring. One process writes, the process of the neighbour
+ * One direction of a channel between two processes on one host in shared memory (the ring's
+ * {@code JDIST_TRANSPORT=shm}, and the peer mesh between ranks that share a host): a
+ * single-producer single-consumer byte ring. One process writes, the other
  * reads; each side builds its own {@code ShmLink} over the same mapped region and uses only its half
  * of the methods.
  *
@@ -27,14 +28,14 @@ import java.lang.invoke.VarHandle;
  * ({@link #claimSleepingConsumer()}, {@link #claimSleepingProducer()}): with a full fence on both
  * sides, either the sleeper sees the new counter or the publisher sees the flag and rings.
  */
-final class ShmLink {
-    static final long HEAD = 0;
-    static final long TAIL = 128;
-    static final long CONSUMER_SLEEPING = 256;
-    static final long PRODUCER_SLEEPING = 384;
-    static final long DATA = 4096;
+public final class ShmLink {
+    public static final long HEAD = 0;
+    public static final long TAIL = 128;
+    public static final long CONSUMER_SLEEPING = 256;
+    public static final long PRODUCER_SLEEPING = 384;
+    public static final long DATA = 4096;
     /** Positions are rounded up to this at the start of an operation, so no element straddles the wrap. */
-    static final long ALIGN = 64;
+    public static final long ALIGN = 64;
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
@@ -50,14 +51,14 @@ final class ShmLink {
     private long cachedHead;
 
     /** Bytes of shared memory one link of {@code capacity} data bytes takes. */
-    static long regionBytes(long capacity) { return DATA + capacity; }
+    public static long regionBytes(long capacity) { return DATA + capacity; }
 
     /**
      * @param region   the link's region ({@link #regionBytes} long, 8-byte aligned), counters zero or
      *                 as left by earlier users of the same link
      * @param capacity a power of two, at least {@link #ALIGN}
      */
-    ShmLink(MemorySegment region, long capacity) {
+    public ShmLink(MemorySegment region, long capacity) {
         if (capacity < ALIGN || Long.bitCount(capacity) != 1) {
             throw new IllegalArgumentException("link capacity must be a power of two >= " + ALIGN + ", got " + capacity);
         }
@@ -74,7 +75,7 @@ final class ShmLink {
         this.cachedHead = head;
     }
 
-    long capacity() { return capacity; }
+    public long capacity() { return capacity; }
 
     // ------------------------------------------------------------------ producer
 
@@ -84,10 +85,10 @@ final class ShmLink {
      * the same operation (both sides agree because every operation moves the same byte count on a
      * link on both sides, and only operations that move bytes align).
      */
-    void alignProducer() { head = (head + ALIGN - 1) & -ALIGN; }
+    public void alignProducer() { head = (head + ALIGN - 1) & -ALIGN; }
 
     /** Producer: bytes that may be written now (at least {@code want} if the cached tail allows, else re-read). */
-    long writable(long want) {
+    public long writable(long want) {
         long free = capacity - (head - cachedTail);
         if (free < want) {
             cachedTail = (long) LONG.getAcquire(region, TAIL);
@@ -97,7 +98,7 @@ final class ShmLink {
     }
 
     /** Producer: copies {@code n <= writable()} bytes from {@code src} into the ring and publishes them. */
-    void write(MemorySegment src, long srcOffset, long n) {
+    public void write(MemorySegment src, long srcOffset, long n) {
         long p = head & mask;
         long first = Math.min(n, capacity - p);
         MemorySegment.copy(src, srcOffset, data, p, first);
@@ -107,16 +108,16 @@ final class ShmLink {
     }
 
     /** Producer, after {@link #write}: true (once) when the consumer is asleep and must be rung. */
-    boolean claimSleepingConsumer() {
+    public boolean claimSleepingConsumer() {
         return (long) LONG.getVolatile(region, CONSUMER_SLEEPING) != 0
                 && LONG.compareAndSet(region, CONSUMER_SLEEPING, 1L, 0L);
     }
 
     /** Producer, before sleeping for space: raises its flag; then re-check {@link #writable}. */
-    void producerSleeps(boolean sleeping) { LONG.setVolatile(region, PRODUCER_SLEEPING, sleeping ? 1L : 0L); }
+    public void producerSleeps(boolean sleeping) { LONG.setVolatile(region, PRODUCER_SLEEPING, sleeping ? 1L : 0L); }
 
     /** Producer: bytes written but not yet released by the consumer (as far as this side knows). */
-    long unconsumed() {
+    public long unconsumed() {
         cachedTail = (long) LONG.getAcquire(region, TAIL);
         return Math.max(0, head - cachedTail);
     }
@@ -124,10 +125,10 @@ final class ShmLink {
     // ------------------------------------------------------------------ consumer
 
     /** Consumer, at the start of an operation that receives bytes on this link; see {@link #alignProducer()}. */
-    void alignConsumer() { tail = (tail + ALIGN - 1) & -ALIGN; }
+    public void alignConsumer() { tail = (tail + ALIGN - 1) & -ALIGN; }
 
     /** Consumer: bytes published and not yet released (re-reads {@code head} when fewer than {@code want} are known). */
-    long readable(long want) {
+    public long readable(long want) {
         long avail = cachedHead - tail;
         if (avail < want) {
             cachedHead = (long) LONG.getAcquire(region, HEAD);
@@ -137,31 +138,31 @@ final class ShmLink {
     }
 
     /** Consumer: the data region; the next unread byte is at {@link #readOffset()}. */
-    MemorySegment data() { return data; }
+    public MemorySegment data() { return data; }
 
     /** Consumer: data offset of the next unread byte. */
-    long readOffset() { return tail & mask; }
+    public long readOffset() { return tail & mask; }
 
     /** Consumer: unread bytes that lie contiguously from {@link #readOffset()} before the wrap (if published). */
-    long contiguous() { return capacity - (tail & mask); }
+    public long contiguous() { return capacity - (tail & mask); }
 
     /** Consumer: marks {@code n} bytes as used, giving their space back to the producer. */
-    void release(long n) {
+    public void release(long n) {
         tail += n;
         LONG.setVolatile(region, TAIL, tail);   // volatile, not just release: ordered before the flag check
     }
 
     /** Consumer, after {@link #release}: true (once) when the producer is asleep and must be rung. */
-    boolean claimSleepingProducer() {
+    public boolean claimSleepingProducer() {
         return (long) LONG.getVolatile(region, PRODUCER_SLEEPING) != 0
                 && LONG.compareAndSet(region, PRODUCER_SLEEPING, 1L, 0L);
     }
 
     /** Consumer, before sleeping for data: raises its flag; then re-check {@link #readable}. */
-    void consumerSleeps(boolean sleeping) { LONG.setVolatile(region, CONSUMER_SLEEPING, sleeping ? 1L : 0L); }
+    public void consumerSleeps(boolean sleeping) { LONG.setVolatile(region, CONSUMER_SLEEPING, sleeping ? 1L : 0L); }
 
     /** Consumer: copies {@code n <= readable()} bytes out (handling the wrap) and releases them. */
-    void read(MemorySegment dst, long dstOffset, long n) {
+    public void read(MemorySegment dst, long dstOffset, long n) {
         long p = tail & mask;
         long first = Math.min(n, capacity - p);
         MemorySegment.copy(data, p, dst, dstOffset, first);
