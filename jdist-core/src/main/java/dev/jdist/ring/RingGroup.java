@@ -344,7 +344,7 @@ public final class RingGroup implements GroupImpl {
         pointToPoint("recv from rank " + src, lastRecv, out, src, false);
     }
 
-    // ------------------------------------------------------------------ the operations MLX lacks (jdist members only, spec §13)
+    // ------------------------------------------------------------------ the operations MLX lacks (jdist members only, docs/reference/collectives.md §13)
 
     /** The ring's bytes are MLX's: with MLX peers possible only what MLX has runs. */
     @Override
