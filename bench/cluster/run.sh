@@ -9,6 +9,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../../bin/lib/common.sh
 source "$ROOT/bin/lib/common.sh"
+# shellcheck source=../lib/netns-cluster.sh
+source "$ROOT/bench/lib/netns-cluster.sh"
 
 usage() {
   cat <<'EOF'
@@ -191,32 +193,13 @@ echo "n,phase,seconds,cpu_busy_pct,load1_before,load1_after,exit" >"$OUT/phases.
 # ---------------------------------------------------------------- build
 log "building jdist and the cluster fixture"
 JDIST_CLI_JAVA_OPTS="" "$ROOT/bin/jdist" --version >/dev/null
-# the cluster fixture lives in the jdist-testing module (NetnsCluster, NetnsClusterMain)
-TESTING=$ROOT/jdist-testing
-if [ ! -f "$TESTING/target/classpath.txt" ] || [ ! -f "$TESTING/target/classes/dev/jdist/testing/NetnsClusterMain.class" ] \
-    || [ -n "$(find "$TESTING/src/main/java" -newer "$TESTING/target/classes/dev/jdist/testing/NetnsClusterMain.class" -print -quit)" ]; then
-  jdist_find_maven
-  MVN=(mvn -B -q -pl jdist-testing -am compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt)
-  (cd "$ROOT" && { "${MVN[@]}" -o >"$WORK/mvn.log" 2>&1 || "${MVN[@]}" >"$WORK/mvn.log" 2>&1; }) \
-    || { tail -30 "$WORK/mvn.log" >&2; die "building the cluster fixture (jdist-testing) failed"; }
-fi
 MPICC=$(command -v mpicc.openmpi || command -v mpicc)
 MPIRUN=$(command -v mpirun.openmpi || command -v mpirun)
 "$MPICC" -O2 -o "$WORK/mpi_collective" "$ROOT/bench/reference/mpi_collective.c"
 
 # ---------------------------------------------------------------- the cluster
 log "starting $MAX_N namespaces with sshd"
-"$JAVA_HOME/bin/java" -cp "$TESTING/target/classes:$(cat "$TESTING/target/classpath.txt")" \
-  dev.jdist.testing.NetnsClusterMain "$MAX_N" "$WORK/cluster.env" $$ >"$OUT/cluster.log" 2>&1 &
-CLUSTER_PID=$!
-for _ in $(seq 240); do
-  [ -f "$WORK/cluster.env" ] && break
-  kill -0 "$CLUSTER_PID" 2>/dev/null || { cat "$OUT/cluster.log" >&2; die "the cluster did not start"; }
-  sleep 0.5
-done
-[ -f "$WORK/cluster.env" ] || die "the cluster did not start within 120 s: $(cat "$OUT/cluster.log")"
-# shellcheck disable=SC1091
-source "$WORK/cluster.env"
+netns_cluster_start "$MAX_N" "$WORK" "$OUT/cluster.log" || die "the cluster did not start"
 export PATH="$CLUSTER_SSH_BIN:$PATH"   # `ssh HOST` now reaches the namespaces (ssh -F the cluster's config)
 log "cluster: bridge $CLUSTER_BRIDGE, $CLUSTER_SUBNET, hosts ${CLUSTER_ADDRESSES[*]}"
 

@@ -76,7 +76,11 @@ class MpiIT {
             try {
                 exit = job.await(0, LIMIT_SECONDS);
             } finally {
-                for (Process l : load) l.destroyForcibly();
+                // the busy shells first: SIGKILL to `timeout` alone would leave its child spinning, orphaned
+                for (Process l : load) {
+                    l.descendants().forEach(ProcessHandle::destroyForcibly);
+                    l.destroyForcibly();
+                }
                 for (Process l : load) l.waitFor(10, TimeUnit.SECONDS);
             }
             String out = job.output(0);
