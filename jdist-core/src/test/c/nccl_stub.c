@@ -68,7 +68,10 @@ struct world {
     int color[MAXR], key[MAXR];
     struct world *child[MAXR];
     struct world *next;
+    struct msg *mail;           /* in-process point-to-point messages not yet received, oldest first */
 };
+
+struct msg { int src, dst; size_t bytes; char *data; struct msg *next; };
 
 struct ncclComm {
     struct world *w;            /* in-process mode */
@@ -81,6 +84,7 @@ struct ncclComm {
     int seq;                    /* collectives issued, for file names */
     char dir[512];              /* file mode: the world's directory, else "" */
     pid_t pids[MAXR];           /* file mode: each rank's pid, once its init file is read */
+    int sent[MAXR], received[MAXR];  /* file mode: point-to-point messages to / from each peer so far */
 };
 typedef struct ncclComm *ncclComm_t;
 
@@ -642,7 +646,7 @@ static ncclResult_t check_args(const char *fn, const void *send, size_t send_byt
  * scratch buffer (reading every rank's send buffer), waits until all have finished reading, then
  * writes its recv buffer (which may be its own send buffer).
  *   kind 0: all-reduce of count elements; 1: all-gather of count elements per rank;
- *   2: reduce-scatter of count elements per rank.
+ *   2: reduce-scatter of count elements per rank; 3: broadcast of count elements from rank op.
  */
 static ncclResult_t collective_in_process(const char *fn, int kind, const void *send, void *recv, size_t count, int type,
                                           int op, ncclComm_t comm);
@@ -659,6 +663,10 @@ struct pending_op {
 /* acc := every rank's contribution combined, as in-process mode does it; in[q] is rank q's send buffer. */
 static void combine(int kind, char *out, const char *const *in, int n, int r, size_t count, int type, int op) {
     size_t s = type_size(type);
+    if (kind == 3) {            /* broadcast: op holds the root */
+        memcpy(out, in[op], count * s);
+        return;
+    }
     if (kind == 1) {
         for (int q = 0; q < n; q++) memcpy(out + q * count * s, in[q], count * s);
         return;
@@ -762,7 +770,9 @@ static ncclResult_t collective_in_process(const char *fn, int kind, const void *
     char *tmp = malloc(out_bytes ? out_bytes : 1);
     w->send[r] = send;
     if (barrier(w) != 0) { free(tmp); return fail(ncclRemoteError, "%s: a rank did not arrive within 30 s", fn); }
-    if (kind == 1) {
+    if (kind == 3) {            /* broadcast: op holds the root */
+        memcpy(tmp, w->send[op], count * s);
+    } else if (kind == 1) {
         for (int q = 0; q < n; q++) memcpy(tmp + q * count * s, w->send[q], count * s);
     } else {
         size_t first = kind == 2 ? r * count : 0;
@@ -815,4 +825,143 @@ const char *ncclGetErrorString(ncclResult_t r) {
 const char *ncclGetLastError(ncclComm_t comm) {
     (void) comm;
     return last_error;
+}
+
+ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, int type, int root, ncclComm_t comm,
+                           cudaStream_t stream) {
+    size_t b = count * type_size(type);
+    ncclResult_t rc = check_args("ncclBroadcast", send, b, recv, b, type, ncclSum, comm, stream);
+    if (!rc && (root < 0 || root >= comm->n)) rc = fail(ncclInvalidArgument, "%s: invalid root", "ncclBroadcast");
+    return rc ? rc : collective("ncclBroadcast", 3, send, recv, count, type, root, comm, stream);
+}
+
+/*
+ * Point-to-point: ncclSend/ncclRecv, alone or between ncclGroupStart and ncclGroupEnd. The stand-in buffers every
+ * send (in the world's mailbox in-process, as a file per message in file mode), so a group posts all its sends and
+ * then takes its receives in order: no order of a group can deadlock, as with NCCL's grouped calls.
+ */
+struct p2p { int send, peer; void *buf; size_t bytes; ncclComm_t comm; };
+static __thread struct p2p group_ops[4096];
+static __thread int group_depth, group_count;
+
+static void p2p_file(ncclComm_t c, char *out, size_t len, int src, int dst, int k) {
+    snprintf(out, len, "%s/p2p.%d.%d.%d", c->dir, src, dst, k);
+}
+
+static ncclResult_t post(struct p2p *op) {
+    ncclComm_t c = op->comm;
+    if (c->dir[0]) {
+        char path[600];
+        p2p_file(c, path, sizeof path, c->rank, op->peer, c->sent[op->peer]++);
+        return write_file(path, op->buf, op->bytes) == 0 ? ncclSuccess
+                : fail(ncclSystemError, "%s: cannot write the message file", "ncclSend");
+    }
+    struct msg *m = calloc(1, sizeof *m);
+    m->src = c->rank;
+    m->dst = op->peer;
+    m->bytes = op->bytes;
+    m->data = malloc(op->bytes ? op->bytes : 1);
+    memcpy(m->data, op->buf, op->bytes);
+    struct world *w = c->w;
+    pthread_mutex_lock(&w->mu);
+    struct msg **tail = &w->mail;
+    while (*tail) tail = &(*tail)->next;
+    *tail = m;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return ncclSuccess;
+}
+
+static ncclResult_t take(struct p2p *op) {
+    ncclComm_t c = op->comm;
+    if (c->dir[0]) {
+        char path[600];
+        struct stat st;
+        p2p_file(c, path, sizeof path, op->peer, c->rank, c->received[op->peer]++);
+        for (int waited = 0; waited < WAIT_SECONDS * 1000; waited++) {
+            if (stat(path, &st) == 0) {
+                if ((size_t) st.st_size != op->bytes)
+                    return fail(ncclInvalidUsage, "%s: the message's size differs from the receive's", "ncclRecv");
+                int rc = read_file(path, op->buf, op->bytes);
+                unlink(path);
+                return rc == 0 ? ncclSuccess : fail(ncclSystemError, "%s: cannot read the message file", "ncclRecv");
+            }
+            if (__atomic_load_n(&c->aborted, __ATOMIC_SEQ_CST)) return fail(ncclInvalidUsage, "%s: aborted", "ncclRecv");
+            if (lost_peer(c) == op->peer) return fail(ncclRemoteError, "%s: the peer's process is gone", "ncclRecv");
+            usleep(1000);
+        }
+        return fail(ncclRemoteError, "%s: no message within 30 s", "ncclRecv");
+    }
+    struct world *w = c->w;
+    struct timespec ts = deadline();
+    int rc = 0;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        for (struct msg **pm = &w->mail; *pm; pm = &(*pm)->next) {
+            struct msg *m = *pm;
+            if (m->src != op->peer || m->dst != c->rank) continue;
+            *pm = m->next;
+            pthread_mutex_unlock(&w->mu);
+            ncclResult_t r = m->bytes == op->bytes ? ncclSuccess
+                    : fail(ncclInvalidUsage, "%s: the message's size differs from the receive's", "ncclRecv");
+            if (r == ncclSuccess) memcpy(op->buf, m->data, m->bytes);
+            free(m->data);
+            free(m);
+            return r;
+        }
+        if (rc != 0) break;
+        rc = pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return fail(ncclRemoteError, "%s: no message within 30 s", "ncclRecv");
+}
+
+static ncclResult_t run_p2p(struct p2p *ops, int k) {
+    for (int i = 0; i < k; i++) {
+        if (!ops[i].send) continue;
+        ncclResult_t rc = post(&ops[i]);
+        if (rc) return rc;
+    }
+    for (int i = 0; i < k; i++) {
+        if (ops[i].send) continue;
+        ncclResult_t rc = take(&ops[i]);
+        if (rc) return rc;
+    }
+    return ncclSuccess;
+}
+
+static ncclResult_t p2p_op(const char *fn, int send, void *buf, size_t count, int type, int peer, ncclComm_t comm,
+                           cudaStream_t stream) {
+    size_t b = count * type_size(type);
+    ncclResult_t rc = check_args(fn, send ? buf : NULL, send ? b : 0, send ? NULL : buf, send ? 0 : b, type, ncclSum,
+                                 comm, stream);
+    if (rc) return rc;
+    if (peer < 0 || peer >= comm->n || peer == comm->rank) return fail(ncclInvalidArgument, "%s: invalid peer", fn);
+    if (comm->aborted) return fail(ncclInvalidUsage, "%s: the communicator was aborted", fn);
+    struct p2p op = {send, peer, buf, b, comm};
+    if (group_depth == 0) return run_p2p(&op, 1);
+    if (group_count == (int) (sizeof group_ops / sizeof group_ops[0])) return fail(ncclInvalidUsage, "%s: too many calls in one group", fn);
+    group_ops[group_count++] = op;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclSend(const void *buf, size_t count, int type, int peer, ncclComm_t comm, cudaStream_t stream) {
+    return p2p_op("ncclSend", 1, (void *) buf, count, type, peer, comm, stream);
+}
+
+ncclResult_t ncclRecv(void *buf, size_t count, int type, int peer, ncclComm_t comm, cudaStream_t stream) {
+    return p2p_op("ncclRecv", 0, buf, count, type, peer, comm, stream);
+}
+
+ncclResult_t ncclGroupStart(void) {
+    group_depth++;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd(void) {
+    if (group_depth <= 0) return fail(ncclInvalidUsage, "%s: no ncclGroupStart before it", "ncclGroupEnd");
+    if (--group_depth > 0) return ncclSuccess;
+    int k = group_count;
+    group_count = 0;
+    return run_p2p(group_ops, k);
 }

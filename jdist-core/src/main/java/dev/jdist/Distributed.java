@@ -339,6 +339,32 @@ public final class Distributed {
     /** {@code init().recvLike(like, src)}. */
     public static Array recvLike(Array like, int src) { return init().recvLike(like, src); }
 
+    /** {@code init().broadcast(x, root)}. */
+    public static Array broadcast(Array x, int root) { return init().broadcast(x, root); }
+
+    /** {@code init().barrier()}. */
+    public static void barrier() { init().barrier(); }
+
+    /** {@code init().allToAll(x)}. */
+    public static Array allToAll(Array x) { return init().allToAll(x); }
+
+    /** {@code init().allToAllV(x, sendSplits)}. */
+    public static Array allToAllV(Array x, int[] sendSplits) { return init().allToAllV(x, sendSplits); }
+
+    /** {@code init().allToAllV(x, sendSplits, recvSplits)}. */
+    public static Array allToAllV(Array x, int[] sendSplits, int[] recvSplits) {
+        return init().allToAllV(x, sendSplits, recvSplits);
+    }
+
+    /** {@code init().gather(x, root)}. */
+    public static Array gather(Array x, int root) { return init().gather(x, root); }
+
+    /** {@code init().scatter(x, root)}. */
+    public static Array scatter(Array x, int root) { return init().scatter(x, root); }
+
+    /** {@code init().batchSendRecv(ops)}. */
+    public static java.util.List<Array> batchSendRecv(java.util.List<PeerOp> ops) { return init().batchSendRecv(ops); }
+
     /** {@code isAvailable("any")}. */
     public static boolean isAvailable() { return isAvailable("any"); }
 

@@ -27,7 +27,8 @@ final class GroupWatch implements OperationQueue.Watch {
 
     @Override
     public void before(OperationFingerprint op) {
-        if (!monitor.detail()) return;
+        // a batch's transfers pair up with another batch's, one by one: there is no single peer to compare with
+        if (!monitor.detail() || op.operation().equals(OperationTrace.Kind.BATCH_SEND_RECV.mlxName)) return;
         Map<Integer, OperationFingerprint> calls = op.isCollective() ? compareCollective(op) : comparePair(op);
         if (calls.isEmpty()) return;
         StringBuilder absent = new StringBuilder();

@@ -17,21 +17,22 @@ import jdk.jfr.StackTrace;
 @Name(OperationEvent.NAME)
 @Label("jdist Operation")
 @Category("jdist")
-@Description("A collective, send, recv or split on a jdist group")
+@Description("A collective, send, recv, batch or split on a jdist group")
 @StackTrace(false)
 final class OperationEvent extends Event {
     static final String NAME = "dev.jdist.Operation";
 
     @Label("Operation")
-    @Description("all_sum, all_max, all_min, all_gather, sum_scatter, send, recv or split")
+    @Description("all_sum, all_max, all_min, all_gather, sum_scatter, send, recv, split, broadcast, barrier, all_to_all, "
+            + "all_to_all_v, gather, scatter or batch_send_recv")
     String operation;
 
     @Label("Data Type")
-    @Description("The element type (MLX's name, e.g. float32); null for split")
+    @Description("The element type (MLX's name, e.g. float32); null for split, barrier and batch_send_recv")
     String dtype;
 
     @Label("Bytes")
-    @Description("Bytes of this rank's input (recv: of the output)")
+    @Description("Bytes of this rank's input (recv: of the output; batch_send_recv: sent and received together)")
     @DataAmount
     long bytes;
 
@@ -46,7 +47,7 @@ final class OperationEvent extends Event {
     int size;
 
     @Label("Peer")
-    @Description("The other rank of a send or recv; -1 for collectives")
+    @Description("The other rank of a send or recv, the root of a broadcast, gather or scatter; -1 for other collectives")
     int peer;
 
     @Label("Backend")

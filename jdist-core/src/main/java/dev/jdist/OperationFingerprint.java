@@ -65,6 +65,7 @@ public final class OperationFingerprint {
 
     /** The digest of the collectives up to one of {@code kind, dtype, elements}, after {@code previous} (FNV-1a style). */
     private static int chain(int previous, OperationTrace.Kind kind, DType dtype, long elements) {
+        if (!kind.sameShapeOnEveryRank()) elements = 0;   // all_to_all_v: each rank's count is its own
         int h = previous ^ 0x811C9DC5;
         h = (h ^ kind.ordinal()) * 0x01000193;
         h = (h ^ (dtype == null ? 0xFF : dtype.ordinal())) * 0x01000193;
@@ -120,8 +121,8 @@ public final class OperationFingerprint {
     /** The other rank of a send or recv; -1 for collectives. */
     public int peer() { return peer; }
 
-    /** Whether every rank of the group takes part (everything but send and recv). */
-    public boolean isCollective() { return kind != OperationTrace.Kind.SEND && kind != OperationTrace.Kind.RECV; }
+    /** Whether every rank of the group takes part (everything but send, recv and batches of them). */
+    public boolean isCollective() { return kind.collective(); }
 
     /** Elements of the shape (0 for split). */
     public long elements() { return elements; }
@@ -135,6 +136,7 @@ public final class OperationFingerprint {
         if (kind != other.kind) return false;
         if (kind == OperationTrace.Kind.SPLIT) return true;
         if (dtype != other.dtype) return false;
+        if (!kind.sameShapeOnEveryRank()) return true;
         if (!strict) return elements == other.elements;
         if (elements != other.elements || shapeHash != other.shapeHash || shape.length != other.shape.length) return false;
         for (int i = 0; i < Math.min(DIMS_ENCODED, shape.length); i++) if (shape[i] != other.shape[i]) return false;

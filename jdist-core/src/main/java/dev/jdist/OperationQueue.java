@@ -209,7 +209,7 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
     /** The operation's fingerprint; its collective number counts in turn order, so it is the same on every rank. */
     private OperationFingerprint fingerprint(long ticket, OperationTrace.Kind kind, DType dtype, int[] shape, long bytes, int peer) {
         if (shape == null && dtype != null) shape = new int[] {(int) Math.min(Integer.MAX_VALUE, bytes / dtype.itemSize())};
-        boolean collective = kind != OperationTrace.Kind.SEND && kind != OperationTrace.Kind.RECV;
+        boolean collective = kind.collective();
         OperationFingerprint f = new OperationFingerprint(ticket, collectives, kind, dtype, shape, peer, history);
         if (collective) {
             recent.lazySet((int) (collectives % RECENT), f);

@@ -13,14 +13,22 @@ package dev.jdist;
  */
 final class OperationTrace {
 
-    /** What an operation is, with its name in events (MLX's names). */
+    /** What an operation is, with its name in events (MLX's names; the operations MLX lacks named in its style, §13). */
     enum Kind {
         ALL_SUM("all_sum"), ALL_MAX("all_max"), ALL_MIN("all_min"), ALL_GATHER("all_gather"),
-        SUM_SCATTER("sum_scatter"), SEND("send"), RECV("recv"), SPLIT("split");
+        SUM_SCATTER("sum_scatter"), SEND("send"), RECV("recv"), SPLIT("split"),
+        BROADCAST("broadcast"), BARRIER("barrier"), ALL_TO_ALL("all_to_all"), ALL_TO_ALL_V("all_to_all_v"),
+        GATHER("gather"), SCATTER("scatter"), BATCH_SEND_RECV("batch_send_recv");
 
         final String mlxName;
 
         Kind(String mlxName) { this.mlxName = mlxName; }
+
+        /** Whether every rank of the group takes part (not send, recv or a batch of them): ranks compare these in order. */
+        boolean collective() { return this != SEND && this != RECV && this != BATCH_SEND_RECV; }
+
+        /** Whether every rank's call has the same shape (all_to_all_v's inputs differ from rank to rank). */
+        boolean sameShapeOnEveryRank() { return this != ALL_TO_ALL_V; }
 
         static Kind of(ReduceOp op) {
             return switch (op) {

@@ -26,6 +26,20 @@ public class OperationFingerprintTest {
     }
 
     @Test
+    void allToAllVMatchesWhateverEachRanksCountAndBatchesAreNotCollectives() {
+        // every rank of an all_to_all_v sends its own number of rows: the same call, the same history afterwards
+        OperationFingerprint r0 = new OperationFingerprint(0, 0, OperationTrace.Kind.ALL_TO_ALL_V, DType.FLOAT32, new int[] {12}, -1, 0);
+        OperationFingerprint r1 = new OperationFingerprint(0, 0, OperationTrace.Kind.ALL_TO_ALL_V, DType.FLOAT32, new int[] {15}, -1, 0);
+        assertThat(r0.sameCall(r1, true)).isTrue();
+        assertThat(r0.history()).isEqualTo(r1.history());
+        OperationFingerprint other = new OperationFingerprint(0, 0, OperationTrace.Kind.ALL_TO_ALL_V, DType.INT32, new int[] {12}, -1, 0);
+        assertThat(r0.sameCall(other, true)).isFalse();
+        OperationFingerprint batch = new OperationFingerprint(1, 1, OperationTrace.Kind.BATCH_SEND_RECV, DType.FLOAT32, new int[] {4}, -1, r0.history());
+        assertThat(batch.isCollective()).isFalse();
+        assertThat(batch.history()).isEqualTo(r0.history());
+    }
+
+    @Test
     void describesTheCallAsMessagesShowIt() {
         assertThat(OperationFingerprint.of(1834, 1834, "all_sum", DType.FLOAT32, new int[] {1024}, -1).describe())
                 .isEqualTo("all_sum float32[1024] #1834");

@@ -27,6 +27,9 @@ public final class ThreadGroups {
     private final AtomicLong[] collectives;
     private final AtomicLong[] bytes;
     private final List<Group> groups = new ArrayList<>();
+    private final long[][] counts;
+    private final java.util.Map<Long, java.util.concurrent.BlockingQueue<MemorySegment>> mailboxes =
+            new java.util.concurrent.ConcurrentHashMap<>();
 
     private ThreadGroups(int n) {
         this.n = n;
@@ -34,6 +37,7 @@ public final class ThreadGroups {
         this.slots = new MemorySegment[n];
         this.collectives = new AtomicLong[n];
         this.bytes = new AtomicLong[n];
+        this.counts = new long[n][];
         for (int r = 0; r < n; r++) {
             collectives[r] = new AtomicLong();
             bytes[r] = new AtomicLong();
@@ -78,6 +82,11 @@ public final class ThreadGroups {
             }
         }
         return out;
+    }
+
+    /** Messages from {@code src} to {@code dst}, in order. */
+    private java.util.concurrent.BlockingQueue<MemorySegment> mailbox(int src, int dst) {
+        return mailboxes.computeIfAbsent((long) src * n + dst, k -> new java.util.concurrent.LinkedBlockingQueue<>());
     }
 
     private void await() {
@@ -139,10 +148,83 @@ public final class ThreadGroups {
         }
 
         @Override
-        public void send(Array x, int dst) { throw new UnsupportedCollectiveException("thread groups do not send"); }
+        public void send(Array x, int dst) { post(x, dst); }
 
         @Override
-        public void recv(Array out, int src) { throw new UnsupportedCollectiveException("thread groups do not recv"); }
+        public void recv(Array out, int src) { take(out, src); }
+
+        @Override
+        public void broadcast(Array buffer, int root) {
+            count(buffer);
+            slots[rank] = copy(buffer.segment());
+            await();
+            if (rank != root) MemorySegment.copy(slots[root], 0, buffer.segment(), 0, buffer.nbytes());
+            await();
+        }
+
+        @Override
+        public void allToAllV(Array in, long[] sendCounts, Array out, long[] recvCounts) {
+            count(in);
+            int s = in.dtype().itemSize();
+            slots[rank] = copy(in.segment());
+            counts[rank] = sendCounts.clone();
+            await();
+            long at = 0;
+            for (int q = 0; q < n; q++) {
+                long from = 0;
+                for (int j = 0; j < rank; j++) from += counts[q][j];
+                if (counts[q][rank] != recvCounts[q]) {
+                    throw new IllegalStateException("rank " + q + " sends " + counts[q][rank] + " elements to rank " + rank
+                            + ", which expects " + recvCounts[q]);
+                }
+                MemorySegment.copy(slots[q], from * s, out.segment(), at * s, recvCounts[q] * s);
+                at += recvCounts[q];
+            }
+            await();
+        }
+
+        @Override
+        public void gather(Array in, Array out, int root) {
+            count(in);
+            slots[rank] = copy(in.segment());
+            await();
+            if (rank == root) for (int q = 0; q < n; q++) MemorySegment.copy(slots[q], 0, out.segment(), q * in.nbytes(), in.nbytes());
+            await();
+        }
+
+        @Override
+        public void scatter(Array in, Array out, int root) {
+            count(out);
+            slots[rank] = in == null ? null : copy(in.segment());
+            await();
+            MemorySegment.copy(slots[root], rank * out.nbytes(), out.segment(), 0, out.nbytes());
+            await();
+        }
+
+        @Override
+        public void batchSendRecv(java.util.List<PeerOp> ops) {
+            for (PeerOp op : ops) if (op.isSend()) post(op.array(), op.peer());
+            for (PeerOp op : ops) if (!op.isSend()) take(op.array(), op.peer());
+        }
+
+        private void post(Array x, int dst) {
+            mailbox(rank, dst).add(copy(x.segment()));
+        }
+
+        private void take(Array out, int src) {
+            try {
+                MemorySegment got = mailbox(src, rank).poll(TIMEOUT_S, TimeUnit.SECONDS);
+                if (got == null) throw new IllegalStateException("rank " + rank + ": nothing from rank " + src + " within " + TIMEOUT_S + " s");
+                if (got.byteSize() != out.nbytes()) {
+                    throw new IllegalStateException("rank " + rank + " expected " + out.nbytes() + " bytes from rank " + src
+                            + ", got " + got.byteSize());
+                }
+                MemorySegment.copy(got, 0, out.segment(), 0, got.byteSize());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+        }
 
         @Override
         public void close() {}

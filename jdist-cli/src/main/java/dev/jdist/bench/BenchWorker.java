@@ -137,14 +137,15 @@ public final class BenchWorker {
             case ALL_SUM, ALL_MAX, ALL_MIN -> CollectiveKind.ALL_REDUCE;
             case ALL_GATHER -> CollectiveKind.ALL_GATHER;
             case SUM_SCATTER -> CollectiveKind.SUM_SCATTER;
-            case SEND_RECV -> null;
+            case SEND_RECV, BROADCAST, ALL_TO_ALL -> null;
         };
     }
 
     /** The algorithm the group runs {@code op} of {@code bytes} with (the table's algo column). */
     private static String algorithmOf(Group g, BenchOp op, long bytes) {
         CollectiveKind kind = kindOf(op);
-        if (kind == null) return "p2p";
+        if (op == BenchOp.BROADCAST && g.impl() instanceof RingGroup) return "tree";   // PeerSchedules.broadcast
+        if (kind == null) return op == BenchOp.SEND_RECV || g.impl() instanceof RingGroup ? "p2p" : g.backend();
         return g.impl() instanceof RingGroup rg ? rg.algorithmFor(kind, bytes).text() : g.backend();
     }
 
@@ -184,6 +185,7 @@ public final class BenchWorker {
         // Per-rank element counts: all_gather's size is its output, sum_scatter's its input (nccl-tests' convention).
         long perRank = switch (op) {
             case ALL_GATHER, SUM_SCATTER -> Math.max(1, size / s / n);
+            case ALL_TO_ALL -> Math.max(1, size / s / n) * n;   // whole blocks
             default -> Math.max(1, size / s);
         };
         int count = Math.toIntExact(perRank);
@@ -193,7 +195,7 @@ public final class BenchWorker {
         };
         Array out = switch (op) {
             case ALL_GATHER -> Array.zeros(dtype, count * n);
-            case SUM_SCATTER -> Array.zeros(dtype, count);
+            case SUM_SCATTER, ALL_TO_ALL -> Array.zeros(dtype, count);   // all_to_all has no in-place form
             default -> inPlace ? in : Array.zeros(dtype, count);
         };
         fill(in, r, 0);
@@ -243,6 +245,8 @@ public final class BenchWorker {
                 case ALL_MIN -> g.allMin(in);
                 case ALL_GATHER -> g.allGather(in);
                 case SUM_SCATTER -> g.sumScatter(in);
+                case BROADCAST -> g.broadcast(in, 0);
+                case ALL_TO_ALL -> g.allToAll(in);
                 case SEND_RECV -> {
                     if (g.rank() == 0) {
                         g.send(in, 1);
@@ -262,6 +266,11 @@ public final class BenchWorker {
             case ALL_MIN -> g.allReduceInto(in, out, ReduceOp.MIN);
             case ALL_GATHER -> g.allGatherInto(in, out);
             case SUM_SCATTER -> g.sumScatterInto(in, out);
+            case BROADCAST -> {
+                g.broadcastInto(in, 0);   // the buffer is the root's data on the root, overwritten elsewhere
+                return in;
+            }
+            case ALL_TO_ALL -> g.allToAllInto(in, out);
             case SEND_RECV -> {
                 if (g.rank() == 0) {
                     g.send(in, 1);
@@ -308,7 +317,8 @@ public final class BenchWorker {
                 case ALL_MIN -> min(n, i, bool);
                 case ALL_GATHER -> value((int) (i / (len / n)), i % (len / n));
                 case SUM_SCATTER -> bool ? anyNonZero(n, r * len + i) : sum(n, r * len + i);
-                case SEND_RECV -> value(0, i); // rank 1 echoes rank 0's message back
+                case SEND_RECV, BROADCAST -> value(0, i); // rank 1 echoes rank 0's message back; rank 0 is the root
+                case ALL_TO_ALL -> value((int) (i / (len / n)), r * (len / n) + i % (len / n)); // rank q's block r
             };
             double got = out.getDouble(i);
             if (bool) expected = expected != 0 ? 1 : 0;

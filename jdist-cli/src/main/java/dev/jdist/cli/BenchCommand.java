@@ -43,7 +43,7 @@ public final class BenchCommand implements Callable<Integer> {
     RankOptions ranks = new RankOptions();
 
     @Option(names = "--op", split = ",",
-            description = {"ops: all_sum, all_max, all_min, all_gather, sum_scatter, send_recv (comma-separated; default all_sum,",
+            description = {"ops: all_sum, all_max, all_min, all_gather, sum_scatter, send_recv, broadcast, all_to_all (comma-separated; default all_sum,",
                     "with --tune all_sum,all_gather,sum_scatter)"})
     List<String> ops;
 

@@ -53,6 +53,21 @@ class BenchIT {
 
     @Test
     @Timeout(300)
+    void broadcastAndAllToAllAreCheckedOnEveryRankWithNcclTestsBusFactors() throws Exception {
+        CommandResult r = JdistCli.run(T, Map.of(), "bench", "-n", "3", "-p", String.valueOf(FreePorts.block(3)),
+                "--op", "broadcast,all_to_all", "--sizes", "4B:64KiB", "-f", "16", "-w", "1", "-i", "3", "--mode", "all", "--json");
+        assertThat(r.exitCode()).as(r.toString()).isZero();
+        List<BenchResult> rows = JSON.readValue(r.stdout(), new TypeReference<>() {});
+        assertThat(rows).hasSize(2 * 5 * 3);
+        assertThat(rows).allSatisfy(row -> {
+            assertThat(row.wrong()).as("#wrong of %s", row).isZero();
+            double factor = row.op().equals("broadcast") ? 1 : 2.0 / 3;
+            assertThat(row.busbwGBs()).isCloseTo(row.algbwGBs() * factor, org.assertj.core.data.Offset.offset(1e-9));
+        });
+    }
+
+    @Test
+    @Timeout(300)
     void tableCsvAndPlot(@TempDir Path dir) throws Exception {
         Path png = dir.resolve("ring.png");
         CommandResult table = JdistCli.run(T, Map.of(), "bench", "-n", "2", "-p", String.valueOf(FreePorts.block(2)),

@@ -24,6 +24,9 @@ class BenchReportTest {
         assertThat(BenchOp.ALL_GATHER.busFactor(4)).isCloseTo(0.75, within(1e-12));
         assertThat(BenchOp.SUM_SCATTER.busFactor(2)).isCloseTo(0.5, within(1e-12));
         assertThat(BenchOp.SEND_RECV.busFactor(2)).isEqualTo(1);
+        assertThat(BenchOp.BROADCAST.busFactor(5)).isEqualTo(1);
+        assertThat(BenchOp.ALL_TO_ALL.busFactor(4)).isCloseTo(0.75, within(1e-12));
+        assertThat(BenchOp.parse("alltoall")).isEqualTo(BenchOp.ALL_TO_ALL);
         assertThat(BenchOp.parse("all-sum")).isEqualTo(BenchOp.ALL_SUM);
     }
 

@@ -32,8 +32,11 @@ import java.util.TreeSet;
  */
 public record MeshSchedule(List<Step> steps, long scratchBytes) {
 
-    /** The buffers a schedule addresses. */
-    public enum Buffer { WORK, SCRATCH }
+    /**
+     * The buffers a schedule addresses. {@code INPUT} is read-only: an operation whose input and output differ in size
+     * (all_to_all_v) sends from it and receives into {@code WORK}.
+     */
+    public enum Buffer { WORK, SCRATCH, INPUT }
 
     /**
      * Bytes to or from one peer.
@@ -105,6 +108,7 @@ public record MeshSchedule(List<Step> steps, long scratchBytes) {
 
         /** Receives into {@code buffer[offset, +length)} from {@code peer} in the current step; nothing when {@code length == 0}. */
         public Builder recv(int peer, Buffer buffer, long offset, long length) {
+            if (buffer == Buffer.INPUT) throw new IllegalArgumentException("the INPUT buffer is read-only");
             if (length > 0) {
                 messages.add(new Message(peer, false, buffer, offset, length));
                 if (buffer == Buffer.SCRATCH) scratch = Math.max(scratch, offset + length);

@@ -58,6 +58,12 @@ public final class MeshTransport {
      * doubling)}). A failure breaks the mesh and is thrown.
      */
     public void run(String opName, MeshSchedule schedule, MemorySegment work, MemorySegment scratch, ReduceOp op, DType dtype) {
+        run(opName, schedule, work, scratch, null, op, dtype);
+    }
+
+    /** As {@link #run(String, MeshSchedule, MemorySegment, MemorySegment, ReduceOp, DType)}, with an {@code INPUT} buffer. */
+    public void run(String opName, MeshSchedule schedule, MemorySegment work, MemorySegment scratch, MemorySegment input,
+                    ReduceOp op, DType dtype) {
         mesh.checkUsable(opName);
         if (schedule.steps().isEmpty()) return;
         try {
@@ -69,7 +75,7 @@ public final class MeshTransport {
             List<Step> steps = schedule.steps();
             for (int i = 0; i < steps.size(); i++) {
                 Step st = steps.get(i);
-                if (!st.messages().isEmpty()) moveStep(opName, i, steps.size(), st, work, scratch);
+                if (!st.messages().isEmpty()) moveStep(opName, i, steps.size(), st, work, scratch, input);
                 for (Combine c : st.combines()) combine(c, work, scratch, op, dtype);
             }
         } catch (DistributedException e) {
@@ -90,7 +96,15 @@ public final class MeshTransport {
     }
 
     private static MemorySegment buffer(Buffer b, MemorySegment work, MemorySegment scratch) {
-        return b == Buffer.WORK ? work : scratch;
+        return buffer(b, work, scratch, null);
+    }
+
+    private static MemorySegment buffer(Buffer b, MemorySegment work, MemorySegment scratch, MemorySegment input) {
+        return switch (b) {
+            case WORK -> work;
+            case SCRATCH -> scratch;
+            case INPUT -> input;
+        };
     }
 
     /** {@code into := op(left, right)}; with {@code fromIsLeft} the result is formed in {@code from} and copied. */
@@ -108,7 +122,7 @@ public final class MeshTransport {
 
     // ------------------------------------------------------------------ one step
 
-    private void moveStep(String opName, int index, int of, Step st, MemorySegment work, MemorySegment scratch) {
+    private void moveStep(String opName, int index, int of, Step st, MemorySegment work, MemorySegment scratch, MemorySegment input) {
         for (Lane l : active) l.reset();
         active.clear();
         for (Message m : st.messages()) {
@@ -120,7 +134,7 @@ public final class MeshTransport {
             }
             (m.send() ? l.sends : l.recvs).add(m);
         }
-        for (Lane l : active) l.begin(work, scratch);
+        for (Lane l : active) l.begin(work, scratch, input);
         long spinNanos = mesh.spinNanos();
         long timeoutNanos = mesh.timeoutNanos();
         long lastProgress = System.nanoTime();
@@ -193,6 +207,7 @@ public final class MeshTransport {
         PeerConnection connection;
         MemorySegment work;
         MemorySegment scratch;
+        MemorySegment input;
         int sendIdx;
         long sendPos;
         int recvIdx;
@@ -205,9 +220,10 @@ public final class MeshTransport {
 
         Lane(int peer) { this.peer = peer; }
 
-        void begin(MemorySegment work, MemorySegment scratch) {
+        void begin(MemorySegment work, MemorySegment scratch, MemorySegment input) {
             this.work = work;
             this.scratch = scratch;
+            this.input = input;
             sendIdx = recvIdx = 0;
             sendPos = recvPos = 0;
             sendView = recvView = null;
@@ -219,7 +235,7 @@ public final class MeshTransport {
             recvs.clear();
             if (connection != null && interest != 0 && connection.key().isValid()) connection.key().interestOps(0);
             interest = 0;
-            work = scratch = null;
+            work = scratch = input = null;
             sendView = recvView = null;
         }
 
@@ -227,7 +243,7 @@ public final class MeshTransport {
 
         private ByteBuffer view(Message m, long pos) {
             long len = Math.min(WINDOW, m.length() - pos);
-            return buffer(m.buffer(), work, scratch).asSlice(m.offset() + pos, len).asByteBuffer();
+            return buffer(m.buffer(), work, scratch, input).asSlice(m.offset() + pos, len).asByteBuffer();
         }
 
         boolean pumpSend(String opName) {

@@ -4,6 +4,7 @@ import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
+import dev.jdist.PeerOp;
 import dev.jdist.ReduceOp;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.Liveness;
@@ -13,7 +14,10 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.ref.Reference;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.function.LongFunction;
 
 /**
@@ -23,7 +27,8 @@ import java.util.function.LongFunction;
  * native memory.
  *
  * <p>Every operation is a nonblocking MPI call ({@code MPI_Iallreduce}, {@code MPI_Iallgather},
- * {@code MPI_Ireduce_scatter_block}, {@code MPI_Isend}, {@code MPI_Irecv}) that {@link MpiRuntime#await}
+ * {@code MPI_Ireduce_scatter_block}, {@code MPI_Ibcast}, {@code MPI_Ibarrier}, {@code MPI_Ialltoall(v)},
+ * {@code MPI_Igather}, {@code MPI_Iscatter}, {@code MPI_Isend}, {@code MPI_Irecv}) that {@link MpiRuntime#await}
  * polls to completion within the deadline. The buffers MPI was given stay reachable until then
  * ({@link Reference#reachabilityFence}): an array's native memory is released only once nothing refers
  * to it, and a nonblocking call, unlike a blocking one, returns while MPI still uses it.
@@ -56,6 +61,7 @@ final class MpiGroup implements GroupImpl {
     private Array opArray;
     private int opCount;
     private int opPeer = -1;
+    private int opRoot = -1;
     private final LongFunction<DistributedException> onDeadline = this::deadlineFailure;
 
     MpiGroup(MpiRuntime rt, long comm, boolean world) {
@@ -395,6 +401,372 @@ final class MpiGroup implements GroupImpl {
         }
     }
 
+    // ---------------------------------------------------------------- the operations MLX lacks (docs/reference/collectives.md §13.8)
+
+    @Override
+    public void barrier() {
+        checkOpen();
+        barrier("barrier", "MPI_Ibarrier");
+    }
+
+    /** {@code MPI_Ibcast}, in calls of at most {@link #maxCount} elements. */
+    @Override
+    public void broadcast(Array buffer, int root) {
+        checkOpen();
+        DType t = buffer.dtype();
+        long e = buffer.size();
+        if (e == 0) return;
+        long type = rt.datatype(t);
+        int s = t.itemSize();
+        Arena arena = buffer.segment().isNative() ? null : Arena.ofConfined();
+        try {
+            MemorySegment buf = rank == root ? readable(buffer, arena) : writable(buffer, arena);
+            for (long o = 0; o < e; o += maxCount) {
+                int c = (int) Math.min(maxCount, e - o);
+                MemorySegment piece = c == e ? buf : buf.asSlice(o * s, (long) c * s);
+                describeRooted("broadcast", "MPI_Ibcast", buffer, c, root);
+                rt.started();
+                int rc;
+                rt.enter();
+                try {
+                    rc = (int) rt.lib.ibcast.invokeExact(piece, c, type, root, comm, request);
+                } finally {
+                    rt.exit();
+                }
+                finishCollective(rc, (long) c * s);
+                Reference.reachabilityFence(piece);
+            }
+            if (rank != root) copyBack(buf, buffer);
+            Reference.reachabilityFence(buf);
+        } catch (DistributedException ex) {
+            throw ex;
+        } catch (Throwable ex) {
+            throw rt.wrap("MPI_Ibcast", ex);
+        } finally {
+            done();
+            if (arena != null) arena.close();
+        }
+    }
+
+    /** {@code MPI_Ialltoall}; blocks above {@link #maxCount} elements go as point-to-point messages. */
+    @Override
+    public void allToAll(Array in, Array out) {
+        checkOpen();
+        long block = in.size() / size;
+        if (block == 0) return;
+        if (block > maxCount) {
+            long[] counts = new long[size];
+            Arrays.fill(counts, block);
+            pointToPointAllToAll("all_to_all", in, counts, out, counts);
+            return;
+        }
+        DType t = in.dtype();
+        long type = rt.datatype(t);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment src = readable(in, arena);
+            MemorySegment dst = writable(out, arena);
+            describe("all_to_all", "MPI_Ialltoall", in, (int) block, -1);
+            rt.started();
+            int rc;
+            rt.enter();
+            try {
+                rc = (int) rt.lib.ialltoall.invokeExact(src, (int) block, type, dst, (int) block, type, comm, request);
+            } finally {
+                rt.exit();
+            }
+            finishCollective(rc, in.nbytes());
+            Reference.reachabilityFence(src);
+            Reference.reachabilityFence(dst);
+            copyBack(dst, out);
+        } catch (DistributedException ex) {
+            throw ex;
+        } catch (Throwable ex) {
+            throw rt.wrap("MPI_Ialltoall", ex);
+        } finally {
+            done();
+        }
+    }
+
+    /** {@code MPI_Ialltoallv}; counts or displacements beyond C {@code int} go as point-to-point messages. */
+    @Override
+    public void allToAllV(Array in, long[] sendCounts, Array out, long[] recvCounts) {
+        checkOpen();
+        long[] sendDispls = displacements(sendCounts);
+        long[] recvDispls = displacements(recvCounts);
+        if (!fitsInt(sendCounts, sendDispls) || !fitsInt(recvCounts, recvDispls)) {
+            pointToPointAllToAll("all_to_all_v", in, sendCounts, out, recvCounts);
+            return;
+        }
+        DType t = in.dtype();
+        long type = rt.datatype(t);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment src = readable(in, arena);
+            MemorySegment dst = writable(out, arena);
+            MemorySegment sc = ints(arena, sendCounts), sd = ints(arena, sendDispls);
+            MemorySegment rcs = ints(arena, recvCounts), rd = ints(arena, recvDispls);
+            describe("all_to_all_v", "MPI_Ialltoallv", in, (int) Math.min(Integer.MAX_VALUE, in.size()), -1);
+            rt.started();
+            int rc;
+            rt.enter();
+            try {
+                rc = (int) rt.lib.ialltoallv.invokeExact(src, sc, sd, type, dst, rcs, rd, type, comm, request);
+            } finally {
+                rt.exit();
+            }
+            finishCollective(rc, in.nbytes() + out.nbytes());
+            Reference.reachabilityFence(src);
+            Reference.reachabilityFence(dst);
+            Reference.reachabilityFence(sc);
+            Reference.reachabilityFence(sd);
+            Reference.reachabilityFence(rcs);
+            Reference.reachabilityFence(rd);
+            copyBack(dst, out);
+        } catch (DistributedException ex) {
+            throw ex;
+        } catch (Throwable ex) {
+            throw rt.wrap("MPI_Ialltoallv", ex);
+        } finally {
+            done();
+        }
+    }
+
+    /** {@code MPI_Igather}; blocks above {@link #maxCount} elements go as point-to-point messages. */
+    @Override
+    public void gather(Array in, Array out, int root) {
+        checkOpen();
+        long c = in.size();
+        if (c == 0) return;
+        DType t = in.dtype();
+        int s = t.itemSize();
+        if (c > maxCount) {
+            List<Message> messages = new ArrayList<>();
+            if (rank == root) {
+                MemorySegment.copy(in.segment(), 0, out.segment(), rank * c * s, c * s);
+                for (int q = 0; q < size; q++) if (q != root) messages.add(new Message(false, out, q * c * s, c, q));
+            } else {
+                messages.add(new Message(true, in, 0, c, root));
+            }
+            exchange("gather", messages, COLLECTIVE_TAG);
+            return;
+        }
+        long type = rt.datatype(t);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment src = readable(in, arena);
+            MemorySegment dst = rank == root ? writable(out, arena) : MemorySegment.NULL;
+            describeRooted("gather", "MPI_Igather", in, (int) c, root);
+            rt.started();
+            int rc;
+            rt.enter();
+            try {
+                rc = (int) rt.lib.igather.invokeExact(src, (int) c, type, dst, (int) c, type, root, comm, request);
+            } finally {
+                rt.exit();
+            }
+            finishCollective(rc, c * s * (rank == root ? size : 1));
+            Reference.reachabilityFence(src);
+            Reference.reachabilityFence(dst);
+            if (rank == root) copyBack(dst, out);
+        } catch (DistributedException ex) {
+            throw ex;
+        } catch (Throwable ex) {
+            throw rt.wrap("MPI_Igather", ex);
+        } finally {
+            done();
+        }
+    }
+
+    /** {@code MPI_Iscatter}; blocks above {@link #maxCount} elements go as point-to-point messages. */
+    @Override
+    public void scatter(Array in, Array out, int root) {
+        checkOpen();
+        long c = out.size();
+        if (c == 0) return;
+        DType t = out.dtype();
+        int s = t.itemSize();
+        if (c > maxCount) {
+            List<Message> messages = new ArrayList<>();
+            if (rank == root) {
+                MemorySegment.copy(in.segment(), rank * c * s, out.segment(), 0, c * s);
+                for (int q = 0; q < size; q++) if (q != root) messages.add(new Message(true, in, q * c * s, c, q));
+            } else {
+                messages.add(new Message(false, out, 0, c, root));
+            }
+            exchange("scatter", messages, COLLECTIVE_TAG);
+            return;
+        }
+        long type = rt.datatype(t);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment src = rank == root ? readable(in, arena) : MemorySegment.NULL;
+            MemorySegment dst = writable(out, arena);
+            describeRooted("scatter", "MPI_Iscatter", out, (int) c, root);
+            rt.started();
+            int rc;
+            rt.enter();
+            try {
+                rc = (int) rt.lib.iscatter.invokeExact(src, (int) c, type, dst, (int) c, type, root, comm, request);
+            } finally {
+                rt.exit();
+            }
+            finishCollective(rc, c * s * (rank == root ? size : 1));
+            Reference.reachabilityFence(src);
+            Reference.reachabilityFence(dst);
+            copyBack(dst, out);
+        } catch (DistributedException ex) {
+            throw ex;
+        } catch (Throwable ex) {
+            throw rt.wrap("MPI_Iscatter", ex);
+        } finally {
+            done();
+        }
+    }
+
+    /** Every transfer as an {@code MPI_Isend} or {@code MPI_Irecv} (tag 0, as send and recv), all posted, then waited for. */
+    @Override
+    public void batchSendRecv(List<PeerOp> ops) {
+        checkOpen();
+        List<Message> messages = new ArrayList<>(ops.size());
+        for (PeerOp op : ops) messages.add(new Message(op.isSend(), op.array(), 0, op.array().size(), op.peer()));
+        exchange("batch_send_recv", messages, TAG);
+    }
+
+    /** The tag of the messages jdist exchanges for a collective whose counts do not fit one MPI call. */
+    private static final int COLLECTIVE_TAG = 1;
+
+    /** {@code elements} elements of {@code array} from byte {@code offset}, to ({@code send}) or from {@code peer}. */
+    private record Message(boolean send, Array array, long offset, long elements, int peer) {}
+
+    /** all_to_all(v) as messages: block q to and from rank q, this rank's own block copied. */
+    private void pointToPointAllToAll(String name, Array in, long[] sendCounts, Array out, long[] recvCounts) {
+        int s = in.dtype().itemSize();
+        long[] sd = displacements(sendCounts), rd = displacements(recvCounts);
+        MemorySegment.copy(in.segment(), sd[rank] * s, out.segment(), rd[rank] * s, sendCounts[rank] * s);
+        List<Message> messages = new ArrayList<>();
+        for (int q = 0; q < size; q++) {
+            if (q == rank) continue;
+            messages.add(new Message(false, out, rd[q] * s, recvCounts[q], q));
+            messages.add(new Message(true, in, sd[q] * s, sendCounts[q], q));
+        }
+        exchange(name, messages, COLLECTIVE_TAG);
+    }
+
+    /**
+     * Posts every message (cut into calls of at most {@link #maxCount} elements, in order, so that the messages to
+     * one peer arrive in order), then waits for each. A receive that completes with an error or a wrong count is
+     * reported once all have completed (MPI is then done with every buffer); a deadline ends the job.
+     */
+    private void exchange(String name, List<Message> messages, int tag) {
+        int calls = 0;
+        for (Message m : messages) calls += (int) Math.max(1, (m.elements() + maxCount - 1) / maxCount);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment requests = arena.allocate(8L * calls, 8);
+            MemorySegment statuses = arena.allocate((long) rt.abi.statusSize() * calls, 8);
+            MemorySegment got = arena.allocate(ValueLayout.JAVA_INT);
+            // One native view per array (messages often share one): a heap array is staged once, with its
+            // contents, so blocks this rank copied itself and blocks from several peers all come back.
+            IdentityHashMap<Array, MemorySegment> buffers = new IdentityHashMap<>();
+            Message[] ofCall = new Message[calls];
+            int[] countOfCall = new int[calls];
+            int posted = 0;
+            DistributedException first = null;
+            try {
+                for (int i = 0; i < messages.size(); i++) {
+                    Message m = messages.get(i);
+                    int s = m.array().dtype().itemSize();
+                    long type = rt.datatype(m.array().dtype());
+                    MemorySegment whole = buffers.computeIfAbsent(m.array(), a -> readable(a, arena));
+                    long o = 0;
+                    do {
+                        int c = (int) Math.min(maxCount, m.elements() - o);
+                        MemorySegment piece = whole.asSlice(m.offset() + o * s, (long) c * s);
+                        MemorySegment req = requests.asSlice(8L * posted, 8);
+                        describe(name, m.send() ? "MPI_Isend" : "MPI_Irecv", m.array(), c, m.peer());
+                        int rc;
+                        rt.started();
+                        rt.enter();
+                        try {
+                            rc = m.send() ? (int) rt.lib.isend.invokeExact(piece, c, type, m.peer(), tag, comm, req)
+                                    : (int) rt.lib.irecv.invokeExact(piece, c, type, m.peer(), tag == TAG ? ANY_TAG : tag, comm, req);
+                        } finally {
+                            rt.exit();
+                        }
+                        if (rc != 0) {
+                            rt.finished();
+                            throw mpiFailure(rc);
+                        }
+                        ofCall[posted] = m;
+                        countOfCall[posted] = c;
+                        posted++;
+                        o += c;
+                    } while (o < m.elements());
+                }
+            } catch (DistributedException e) {
+                first = e;
+            }
+            // wait for every posted call, even after a failure: MPI holds their buffers until then
+            for (int k = 0; k < posted; k++) {
+                Message m = ofCall[k];
+                MemorySegment status = statuses.asSlice((long) rt.abi.statusSize() * k, rt.abi.statusSize());
+                describe(name, m.send() ? "MPI_Isend" : "MPI_Irecv", m.array(), countOfCall[k], m.peer());
+                int rc;
+                try {
+                    rc = rt.await(requests.asSlice(8L * k, 8), flag, status, (long) countOfCall[k] * m.array().dtype().itemSize(),
+                            onDeadline);
+                } finally {
+                    rt.finished();
+                }
+                if (rc != 0) {
+                    if (first == null) first = mpiFailure(rc);
+                    continue;
+                }
+                if (!m.send() && first == null) {
+                    long type = rt.datatype(m.array().dtype());
+                    rt.enter();
+                    try {
+                        rt.check((int) rt.lib.getCount.invokeExact(status, type, got), "MPI_Get_count", this::what);
+                    } finally {
+                        rt.exit();
+                    }
+                    int received = got.get(ValueLayout.JAVA_INT, 0);
+                    if (received != countOfCall[k]) {
+                        first = new DistributedException(name + " on " + where() + " expected " + countOfCall[k] + " "
+                                + m.array().dtype().mlxName() + " elements from rank " + m.peer() + " but the message held "
+                                + received + "; sender and receiver must use the same element count and dtype", null, rank, operation());
+                    }
+                }
+            }
+            if (first != null) throw first;
+            IdentityHashMap<Array, Boolean> received = new IdentityHashMap<>();
+            for (Message m : messages) {
+                if (!m.send() && received.put(m.array(), true) == null) copyBack(buffers.get(m.array()), m.array());
+            }
+            Reference.reachabilityFence(buffers);
+        } catch (DistributedException ex) {
+            throw ex;
+        } catch (Throwable ex) {
+            throw rt.wrap("MPI_Isend/MPI_Irecv", ex);
+        } finally {
+            done();
+        }
+    }
+
+    /** Offsets of blocks of {@code counts} elements laid back to back. */
+    private static long[] displacements(long[] counts) {
+        long[] d = new long[counts.length];
+        for (int q = 1; q < counts.length; q++) d[q] = d[q - 1] + counts[q - 1];
+        return d;
+    }
+
+    private static boolean fitsInt(long[] counts, long[] displs) {
+        for (int q = 0; q < counts.length; q++) if (counts[q] > maxCount || displs[q] > maxCount) return false;
+        return true;
+    }
+
+    private static MemorySegment ints(Arena arena, long[] values) {
+        MemorySegment m = arena.allocate(ValueLayout.JAVA_INT, values.length);
+        for (int i = 0; i < values.length; i++) m.setAtIndex(ValueLayout.JAVA_INT, i, (int) values[i]);
+        return m;
+    }
+
     // ---------------------------------------------------------------- what is running, for messages
 
     /** Forgets the operation's array, so the group does not keep it alive. */
@@ -408,6 +780,13 @@ final class MpiGroup implements GroupImpl {
         opArray = array;
         opCount = count;
         opPeer = peer;
+        opRoot = -1;
+    }
+
+    /** A collective with a root (broadcast, gather, scatter): the root is named in messages. */
+    private void describeRooted(String name, String function, Array array, int count, int root) {
+        describe(name, function, array, count, -1);
+        opRoot = root;
     }
 
     /** {@code "all_sum float32[1024]"}. */
@@ -418,7 +797,8 @@ final class MpiGroup implements GroupImpl {
     /** {@code "all_sum float32[1024], 1024 elements per call, rank 0 of 3"}. */
     private String what() {
         String peer = opPeer < 0 ? "" : opName.equals("send") ? " to rank " + opPeer : " from rank " + opPeer;
-        return operation() + peer + (opArray == null ? "" : ", " + opCount + " elements in this call") + ", " + where();
+        String root = opRoot < 0 ? "" : " (root " + opRoot + ")";
+        return operation() + peer + root + (opArray == null ? "" : ", " + opCount + " elements in this call") + ", " + where();
     }
 
     private DistributedException mpiFailure(int rc) {

@@ -50,6 +50,8 @@ final class MpiLibrary {
             opCreate, opFree;
     /** The nonblocking calls every operation is made of (polled with {@link #test}), and the way out. */
     final MethodHandle iallreduce, iallgather, ireduceScatterBlock, isend, irecv, ibarrier, test, abort;
+    /** The nonblocking calls of the operations MLX lacks (docs/reference/collectives.md §13.8). */
+    final MethodHandle ibcast, ialltoall, ialltoallv, igather, iscatter;
 
     private MpiLibrary(String name, SymbolLookup lookup) {
         this.name = name;
@@ -82,6 +84,11 @@ final class MpiLibrary {
         isend = bind("MPI_Isend", PTR, INT, H, INT, INT, H, PTR);
         irecv = bind("MPI_Irecv", PTR, INT, H, INT, INT, H, PTR);
         ibarrier = bind("MPI_Ibarrier", H, PTR);
+        ibcast = bind("MPI_Ibcast", PTR, INT, H, INT, H, PTR);
+        ialltoall = bind("MPI_Ialltoall", PTR, INT, H, PTR, INT, H, H, PTR);
+        ialltoallv = bind("MPI_Ialltoallv", PTR, PTR, PTR, H, PTR, PTR, PTR, H, H, PTR);
+        igather = bind("MPI_Igather", PTR, INT, H, PTR, INT, H, INT, H, PTR);
+        iscatter = bind("MPI_Iscatter", PTR, INT, H, PTR, INT, H, INT, H, PTR);
         test = bind("MPI_Test", PTR, PTR, PTR);
         abort = bind("MPI_Abort", H, INT);
         getCount = bind("MPI_Get_count", PTR, H, PTR);

@@ -63,6 +63,11 @@ final class NcclApi {
     private final MethodHandle allReduce;        // (void*, void*, size_t, type, op, comm, stream)
     private final MethodHandle allGather;        // (void*, void*, size_t, type, comm, stream)
     private final MethodHandle reduceScatter;    // (void*, void*, size_t, type, op, comm, stream)
+    private final MethodHandle broadcast;        // (void*, void*, size_t, type, root, comm, stream)
+    private final MethodHandle send;             // (void*, size_t, type, peer, comm, stream)
+    private final MethodHandle recv;             // (void*, size_t, type, peer, comm, stream)
+    private final MethodHandle groupStart;       // ()
+    private final MethodHandle groupEnd;         // ()
     private final MethodHandle commDestroy;      // (comm)
     private final MethodHandle commAbort;        // (comm)
     private final MethodHandle getErrorString;   // const char* (ncclResult_t)
@@ -89,6 +94,12 @@ final class NcclApi {
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS));
         reduceScatter = bind(linker, lib, "ncclReduceScatter",
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+        broadcast = bind(linker, lib, "ncclBroadcast",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+        send = bind(linker, lib, "ncclSend", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+        recv = bind(linker, lib, "ncclRecv", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+        groupStart = bind(linker, lib, "ncclGroupStart", FunctionDescriptor.of(JAVA_INT));
+        groupEnd = bind(linker, lib, "ncclGroupEnd", FunctionDescriptor.of(JAVA_INT));
         commDestroy = bind(linker, lib, "ncclCommDestroy", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         commAbort = bind(linker, lib, "ncclCommAbort", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         getErrorString = bind(linker, lib, "ncclGetErrorString", FunctionDescriptor.of(ADDRESS, JAVA_INT));
@@ -238,6 +249,31 @@ final class NcclApi {
                    MemorySegment stream) {
         int rc = rc(() -> (int) allGather.invokeExact(send, recv, sendCount, type, comm, stream));
         if (rc != SUCCESS && rc != IN_PROGRESS) throw failure("ncclAllGather(sendcount=" + sendCount + ", type=" + type + ")", comm, rc);
+    }
+
+    void broadcast(MemorySegment send, MemorySegment recv, long count, int type, int root, MemorySegment comm,
+                   MemorySegment stream) {
+        int rc = rc(() -> (int) broadcast.invokeExact(send, recv, count, type, root, comm, stream));
+        if (rc != SUCCESS && rc != IN_PROGRESS) throw failure("ncclBroadcast(count=" + count + ", type=" + type + ", root=" + root + ")", comm, rc);
+    }
+
+    /** {@code ncclSend} ({@code sending}) or {@code ncclRecv} of {@code count} elements to or from {@code peer}. */
+    void pointToPoint(boolean sending, MemorySegment buf, long count, int type, int peer, MemorySegment comm, MemorySegment stream) {
+        int rc = rc(() -> sending ? (int) send.invokeExact(buf, count, type, peer, comm, stream)
+                : (int) recv.invokeExact(buf, count, type, peer, comm, stream));
+        if (rc != SUCCESS && rc != IN_PROGRESS) {
+            throw failure((sending ? "ncclSend(count=" : "ncclRecv(count=") + count + ", peer=" + peer + ")", comm, rc);
+        }
+    }
+
+    void groupStart(MemorySegment comm) {
+        int rc = rc(() -> (int) groupStart.invokeExact());
+        if (rc != SUCCESS) throw failure("ncclGroupStart", comm, rc);
+    }
+
+    void groupEnd(MemorySegment comm) {
+        int rc = rc(() -> (int) groupEnd.invokeExact());
+        if (rc != SUCCESS && rc != IN_PROGRESS) throw failure("ncclGroupEnd", comm, rc);
     }
 
     void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, int type, int op, MemorySegment comm,

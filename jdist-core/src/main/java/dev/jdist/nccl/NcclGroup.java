@@ -13,6 +13,7 @@ import dev.jdist.spi.Liveness;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
@@ -182,16 +183,123 @@ public final class NcclGroup implements GroupImpl {
         staged(in, out, "sum_scatter", (s, r) -> nccl.reduceScatter(s, r, count, type, NcclApi.SUM, comm, stream));
     }
 
+    /**
+     * {@code ncclBroadcast} from {@code root} of the buffer's bytes (as ncclUint8, so every dtype moves), staged like the
+     * other collectives (every rank's buffer is written back).
+     */
+    @Override
+    public void broadcast(Array buffer, int root) {
+        int type = NcclTypes.dataType(DType.UINT8, "broadcast");
+        long count = buffer.nbytes();
+        staged(buffer, buffer, "broadcast", (s, r) -> nccl.broadcast(s, r, count, type, root, comm, stream));
+    }
+
+    // ---------------------------------------------------------------- point to point: grouped ncclSend/ncclRecv
+    // MLX's NCCL backend has no send/recv; jdist's issues each transfer as ncclSend/ncclRecv of bytes (ncclUint8, so
+    // every dtype moves) between ncclGroupStart and ncclGroupEnd, which NCCL runs together: no order deadlocks.
+
+    /** One transfer of bytes {@code [offset, offset+bytes)} of {@code array}, to ({@code send}) or from {@code peer}. */
+    private record Transfer(boolean send, Array array, long offset, long bytes, int peer) {}
+
     @Override
     public void send(Array x, int dst) {
-        throw new UnsupportedCollectiveException("the nccl backend has no send/recv (MLX's neither); use the ring or "
-                + "mpi backend for point-to-point transfers");
+        transfers("send", List.of(new Transfer(true, x, 0, x.nbytes(), dst)));
     }
 
     @Override
     public void recv(Array out, int src) {
-        throw new UnsupportedCollectiveException("the nccl backend has no send/recv (MLX's neither); use the ring or "
-                + "mpi backend for point-to-point transfers");
+        transfers("recv", List.of(new Transfer(false, out, 0, out.nbytes(), src)));
+    }
+
+    @Override
+    public void batchSendRecv(List<dev.jdist.PeerOp> ops) {
+        List<Transfer> t = new java.util.ArrayList<>(ops.size());
+        for (dev.jdist.PeerOp op : ops) t.add(new Transfer(op.isSend(), op.array(), 0, op.array().nbytes(), op.peer()));
+        transfers("batch_send_recv", t);
+    }
+
+    @Override
+    public void allToAllV(Array in, long[] sendCounts, Array out, long[] recvCounts) {
+        int s = in.dtype().itemSize();
+        List<Transfer> t = new java.util.ArrayList<>();
+        long so = 0, ro = 0;
+        for (int q = 0; q < size; q++) {
+            long sb = sendCounts[q] * s, rb = recvCounts[q] * s;
+            if (q == rank) MemorySegment.copy(in.segment(), so, out.segment(), ro, sb);
+            else {
+                t.add(new Transfer(true, in, so, sb, q));
+                t.add(new Transfer(false, out, ro, rb, q));
+            }
+            so += sb;
+            ro += rb;
+        }
+        transfers("all_to_all", t);
+    }
+
+    @Override
+    public void gather(Array in, Array out, int root) {
+        long b = in.nbytes();
+        List<Transfer> t = new java.util.ArrayList<>();
+        if (rank == root) {
+            MemorySegment.copy(in.segment(), 0, out.segment(), rank * b, b);
+            for (int q = 0; q < size; q++) if (q != root) t.add(new Transfer(false, out, q * b, b, q));
+        } else {
+            t.add(new Transfer(true, in, 0, b, root));
+        }
+        transfers("gather", t);
+    }
+
+    @Override
+    public void scatter(Array in, Array out, int root) {
+        long b = out.nbytes();
+        List<Transfer> t = new java.util.ArrayList<>();
+        if (rank == root) {
+            MemorySegment.copy(in.segment(), rank * b, out.segment(), 0, b);
+            for (int q = 0; q < size; q++) if (q != root) t.add(new Transfer(true, in, q * b, b, q));
+        } else {
+            t.add(new Transfer(false, out, 0, b, root));
+        }
+        transfers("scatter", t);
+    }
+
+    /** The sends packed into one staging buffer and the receives into another, as one NCCL group; then unpacked. */
+    private void transfers(String name, List<Transfer> transfers) {
+        long sendBytes = 0, recvBytes = 0;
+        for (Transfer t : transfers) {
+            if (t.send()) sendBytes += t.bytes();
+            else recvBytes += t.bytes();
+        }
+        Array packedIn = Array.zeros(DType.UINT8, Math.toIntExact(sendBytes));
+        Array packedOut = Array.zeros(DType.UINT8, Math.toIntExact(recvBytes));
+        long o = 0;
+        for (Transfer t : transfers) {
+            if (!t.send()) continue;
+            MemorySegment.copy(t.array().segment(), t.offset(), packedIn.segment(), o, t.bytes());
+            o += t.bytes();
+        }
+        int type = NcclTypes.dataType(DType.UINT8, name);
+        staged(packedIn, packedOut, name, (s, r) -> {
+            nccl.groupStart(comm);
+            try {
+                long so = 0, ro = 0;
+                for (Transfer t : transfers) {
+                    if (t.bytes() == 0) continue;
+                    long at = t.send() ? so : ro;
+                    MemorySegment buf = MemorySegment.ofAddress((t.send() ? s : r).address() + at);
+                    nccl.pointToPoint(t.send(), buf, t.bytes(), type, t.peer(), comm, stream);
+                    if (t.send()) so += t.bytes();
+                    else ro += t.bytes();
+                }
+            } finally {
+                nccl.groupEnd(comm);
+            }
+        });
+        o = 0;
+        for (Transfer t : transfers) {
+            if (t.send()) continue;
+            MemorySegment.copy(packedOut.segment(), o, t.array().segment(), t.offset(), t.bytes());
+            o += t.bytes();
+        }
     }
 
     private interface DeviceOp {

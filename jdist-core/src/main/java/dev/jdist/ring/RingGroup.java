@@ -11,6 +11,7 @@ import dev.jdist.algo.AlgorithmPolicy;
 import dev.jdist.algo.CollectiveKind;
 import dev.jdist.algo.HostLayout;
 import dev.jdist.algo.MeshAlgorithms;
+import dev.jdist.algo.PeerSchedules;
 import dev.jdist.algo.Topology;
 import dev.jdist.mesh.MeshSchedule;
 import dev.jdist.mesh.MeshTransport;
@@ -314,16 +315,145 @@ public final class RingGroup implements GroupImpl {
         return sumScatterWork.asSlice(0, bytes);
     }
 
+    /**
+     * Between jdist ranks (a peer mesh exists) every send and recv goes over the mesh's direct connection to the peer,
+     * whichever rank it is, so single calls and batches share one ordered stream per pair (docs/reference/collectives.md §13.6); otherwise over
+     * the ring to a neighbour, with MLX's bytes.
+     */
     @Override
     public void send(Array x, int dst) {
         if (size == 1) throw new IllegalArgumentException("cannot send to a singleton group");
+        MeshState m = mesh;
+        if (m != null) {
+            runMesh(m, "send to rank " + dst + " (direct)", PeerSchedules.batch(List.of(new PeerSchedules.Transfer(dst, true, x.nbytes()))),
+                    null, x.segment());
+            return;
+        }
         pointToPoint("send to rank " + dst, lastSend, x, dst, true);
     }
 
     @Override
     public void recv(Array out, int src) {
         if (size == 1) throw new IllegalArgumentException("cannot recv from a singleton group");
+        MeshState m = mesh;
+        if (m != null) {
+            runMesh(m, "recv from rank " + src + " (direct)", PeerSchedules.batch(List.of(new PeerSchedules.Transfer(src, false, out.nbytes()))),
+                    out.segment(), null);
+            return;
+        }
         pointToPoint("recv from rank " + src, lastRecv, out, src, false);
+    }
+
+    // ------------------------------------------------------------------ the operations MLX lacks (jdist members only, docs/reference/collectives.md §13)
+
+    /** The ring's bytes are MLX's: with MLX peers possible only what MLX has runs. */
+    @Override
+    public boolean mlxWire() { return true; }
+
+    @Override
+    public String beyondMlxPointToPoint(int peer) {
+        int left = Math.floorMod(rank - 1, size), right = (rank + 1) % size;
+        if (peer == left || peer == right) return null;
+        return "the ring sends only to a neighbour: ranks " + left + " (left) and " + right + " (right) of " + size;
+    }
+
+    /** The peer mesh, which every operation MLX lacks runs over; Group lets them through only for jdist members. */
+    private MeshState meshFor(String op) {
+        MeshState m = mesh;
+        if (m == null) {
+            throw new dev.jdist.UnsupportedCollectiveException(op + " is not supported with MLX peers in the group: the ring "
+                    + "runs it only between jdist ranks (set JDIST_JOB_TOKEN, or start the job with jdist launch)");
+        }
+        return m;
+    }
+
+    @Override
+    public void broadcast(Array buffer, int root) {
+        MeshState m = meshFor("broadcast");
+        runMesh(m, "broadcast from rank " + root + " (binomial tree)", PeerSchedules.broadcast(rank, size, root, buffer.nbytes()),
+                buffer.segment(), null);
+    }
+
+    @Override
+    public void allToAllV(Array in, long[] sendCounts, Array out, long[] recvCounts) {
+        MeshState m = meshFor("all_to_all");
+        int s = in.dtype().itemSize();
+        long[] sb = new long[size], rb = new long[size];
+        for (int q = 0; q < size; q++) {
+            sb[q] = sendCounts[q] * s;
+            rb[q] = recvCounts[q] * s;
+        }
+        long[] so = PeerSchedules.offsets(sb), ro = PeerSchedules.offsets(rb);
+        MemorySegment.copy(in.segment(), so[rank], out.segment(), ro[rank], sb[rank]);
+        runMesh(m, "all_to_all (direct)", PeerSchedules.allToAll(rank, size, sb, rb), out.segment(), in.segment());
+    }
+
+    @Override
+    public void gather(Array in, Array out, int root) {
+        MeshState m = meshFor("gather");
+        long bytes = in.nbytes();
+        if (rank == root) {
+            MemorySegment.copy(in.segment(), 0, out.segment(), rank * bytes, bytes);
+            runMesh(m, "gather to rank " + root + " (direct)", PeerSchedules.gather(rank, size, root, bytes), out.segment(), null);
+        } else {
+            runMesh(m, "gather to rank " + root + " (direct)", PeerSchedules.gather(rank, size, root, bytes), in.segment(), null);
+        }
+    }
+
+    @Override
+    public void scatter(Array in, Array out, int root) {
+        MeshState m = meshFor("scatter");
+        long bytes = out.nbytes();
+        if (rank == root) {
+            MemorySegment.copy(in.segment(), rank * bytes, out.segment(), 0, bytes);
+            runMesh(m, "scatter from rank " + root + " (direct)", PeerSchedules.scatter(rank, size, root, bytes), in.segment(), null);
+        } else {
+            runMesh(m, "scatter from rank " + root + " (direct)", PeerSchedules.scatter(rank, size, root, bytes), out.segment(), null);
+        }
+    }
+
+    /**
+     * One mesh step holding every transfer (no order can deadlock). Several sends are packed into one input buffer and
+     * several receives land in one work buffer, then are copied out; a lone send or receive uses its array directly.
+     */
+    @Override
+    public void batchSendRecv(List<dev.jdist.PeerOp> ops) {
+        MeshState m = meshFor("batched send/recv");
+        List<PeerSchedules.Transfer> transfers = new ArrayList<>(ops.size());
+        List<Array> sends = new ArrayList<>(), recvs = new ArrayList<>();
+        long sendBytes = 0, recvBytes = 0;
+        for (dev.jdist.PeerOp op : ops) {
+            transfers.add(new PeerSchedules.Transfer(op.peer(), op.isSend(), op.array().nbytes()));
+            if (op.isSend()) {
+                sends.add(op.array());
+                sendBytes += op.array().nbytes();
+            } else {
+                recvs.add(op.array());
+                recvBytes += op.array().nbytes();
+            }
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment input = sends.size() == 1 ? sends.getFirst().segment() : pack(arena, sends, sendBytes);
+            MemorySegment work = recvs.size() == 1 ? recvs.getFirst().segment() : arena.allocate(Math.max(1, recvBytes), 16);
+            runMesh(m, "batch of " + ops.size() + " send/recv (direct)", PeerSchedules.batch(transfers), work, input);
+            if (recvs.size() > 1) {
+                long o = 0;
+                for (Array r : recvs) {
+                    MemorySegment.copy(work, o, r.segment(), 0, r.nbytes());
+                    o += r.nbytes();
+                }
+            }
+        }
+    }
+
+    private static MemorySegment pack(Arena arena, List<Array> arrays, long bytes) {
+        MemorySegment p = arena.allocate(Math.max(1, bytes), 16);
+        long o = 0;
+        for (Array a : arrays) {
+            MemorySegment.copy(a.segment(), 0, p, o, a.nbytes());
+            o += a.nbytes();
+        }
+        return p;
     }
 
     private void pointToPoint(String opName, LastSchedule last, Array x, int peer, boolean sending) {
@@ -346,10 +476,21 @@ public final class RingGroup implements GroupImpl {
         }
     }
 
-    /** A mesh operation; a failure also breaks the ring, so that the neighbours fail too. */
+    /** A mesh operation that only moves data: {@code work} receives, {@code input} (or null) is sent from. */
+    private void runMesh(MeshState m, String opName, MeshSchedule schedule, MemorySegment work, MemorySegment input) {
+        transport.checkUsable(opName);
+        runMesh(m, opName, schedule, work, input, null, null);
+    }
+
     private void runMesh(MeshState m, String opName, MeshSchedule schedule, MemorySegment work, ReduceOp op, DType dtype) {
+        runMesh(m, opName, schedule, work, null, op, dtype);
+    }
+
+    /** A mesh operation; a failure also breaks the ring, so that the neighbours fail too. */
+    private void runMesh(MeshState m, String opName, MeshSchedule schedule, MemorySegment work, MemorySegment input, ReduceOp op,
+                         DType dtype) {
         try {
-            m.transport.run(opName, schedule, work, m.scratch(schedule.scratchBytes()), op, dtype);
+            m.transport.run(opName, schedule, work, m.scratch(schedule.scratchBytes()), input, op, dtype);
         } catch (RuntimeException | Error e) {
             DistributedException cause = m.mesh.broken();
             if (cause != null) transport.breakGroup(cause);

@@ -1,8 +1,12 @@
 package dev.jdist.spi;
 
 import dev.jdist.Array;
+import dev.jdist.DType;
+import dev.jdist.PeerOp;
 import dev.jdist.ReduceOp;
+import dev.jdist.UnsupportedCollectiveException;
 
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -40,6 +44,83 @@ public interface GroupImpl extends AutoCloseable {
 
     /** Fills {@code out} with bytes received from {@code src}. */
     void recv(Array out, int src);
+
+    // ---------------------------------------------------------------- the operations MLX lacks (docs/reference/collectives.md §13)
+    // Group has checked every argument (roots and peers in range, peers other than this rank, byte counts that add
+    // up) and, on backends whose bytes are MLX's (mlxWire), that every member is jdist. The defaults say the backend
+    // lacks the operation; barrier and the equal all_to_all are built on the others.
+
+    /**
+     * {@code buffer} holds the same number of bytes on every rank: rank {@code root}'s bytes are sent, every other
+     * rank's are overwritten with them (the root's buffer is not written).
+     */
+    default void broadcast(Array buffer, int root) {
+        throw lacks("broadcast");
+    }
+
+    /** Returns once every member has called it. Default: an all_sum of one uint8 per member. */
+    default void barrier() {
+        Array token = Array.zeros(DType.UINT8, size());
+        allReduce(token, token, ReduceOp.SUM);
+    }
+
+    /**
+     * {@code in} and {@code out} hold {@code size()} blocks of equal size in rank order: block q of {@code in} goes to
+     * rank q, block q of {@code out} comes from rank q. Default: {@link #allToAllV} with equal counts.
+     */
+    default void allToAll(Array in, Array out) {
+        long[] counts = new long[size()];
+        java.util.Arrays.fill(counts, out.size() / size());
+        allToAllV(in, counts, out, counts.clone());
+    }
+
+    /**
+     * Blocks of any size, back to back in rank order: {@code sendCounts[q]} elements of {@code in} go to rank q,
+     * {@code recvCounts[q]} elements of {@code out} come from rank q ({@code recvCounts[q]} equals rank q's
+     * {@code sendCounts[rank()]}; every rank's counts are consistent, which nothing checks across ranks).
+     */
+    default void allToAllV(Array in, long[] sendCounts, Array out, long[] recvCounts) {
+        throw lacks("all_to_all");
+    }
+
+    /** {@code out} (null except at {@code root}) receives rank q's {@code in} at block q, as all_gather's output. */
+    default void gather(Array in, Array out, int root) {
+        throw lacks("gather");
+    }
+
+    /** {@code in} (null except at {@code root}) holds {@code size()} blocks of {@code out}'s size: block q goes to rank q. */
+    default void scatter(Array in, Array out, int root) {
+        throw lacks("scatter");
+    }
+
+    /**
+     * Runs the sends and receives of {@code ops} together and returns when all have completed (docs/reference/collectives.md §13.6); the
+     * k-th transfer this rank sends to rank q in the batch is the k-th that q receives from this rank. Peers are other
+     * ranks of the group; receive arrays are written whole.
+     */
+    default void batchSendRecv(List<PeerOp> ops) {
+        throw lacks("batched send/recv");
+    }
+
+    /** The error of an operation this backend does not implement: what it is, and the backends that have it. */
+    private UnsupportedCollectiveException lacks(String operation) {
+        return new UnsupportedCollectiveException("the " + backendName() + " backend has no " + operation + " yet; the ring "
+                + "(between jdist ranks), mpi and nccl have it (docs/reference/collectives.md §13)");
+    }
+
+    /**
+     * Whether the bytes between this group's members are MLX's own (the ring, JACCL), so that MLX processes may be
+     * members: then {@link dev.jdist.Group} runs the operations MLX lacks only once every member is known to be jdist
+     * (docs/reference/collectives.md §13.1).
+     */
+    default boolean mlxWire() { return false; }
+
+    /**
+     * For an {@link #mlxWire} backend: null when send/recv between this rank and {@code peer} is one MLX has (the
+     * ring: a neighbour), else what MLX allows, for the message of the error raised when MLX peers may be present
+     * ({@code "the ring sends only to a neighbour: ranks 2 (left) and 4 (right)"}).
+     */
+    default String beyondMlxPointToPoint(int peer) { return null; }
 
     /**
      * Called once, on every member at the same point before the first operation, when every member of this group is

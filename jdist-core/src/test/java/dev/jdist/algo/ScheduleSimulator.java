@@ -37,6 +37,11 @@ final class ScheduleSimulator {
      * mismatched lengths, overlapping ranges, or a deadlock.
      */
     static void run(List<MeshSchedule> schedules, MemorySegment[] work, ReduceOp op, DType dtype) {
+        run(schedules, work, null, op, dtype);
+    }
+
+    /** As {@link #run(List, MemorySegment[], ReduceOp, DType)}; {@code input[r]} is rank r's INPUT buffer (read only). */
+    static void run(List<MeshSchedule> schedules, MemorySegment[] work, MemorySegment[] input, ReduceOp op, DType dtype) {
         int n = schedules.size();
         MemorySegment[] scratch = new MemorySegment[n];
         int[] stepOf = new int[n];
@@ -85,7 +90,7 @@ final class ScheduleSimulator {
                             throw new ScheduleError("rank " + a + " sends " + m.length() + " bytes to rank " + b + " (message " + k
                                     + ") but rank " + b + " receives " + x.length());
                         }
-                        MemorySegment.copy(buf(a, m.buffer(), work, scratch), m.offset(), buf(b, x.buffer(), work, scratch),
+                        MemorySegment.copy(buf(a, m.buffer(), work, scratch, input), m.offset(), buf(b, x.buffer(), work, scratch, input),
                                 x.offset(), m.length());
                         done.get(a).get(stepOf[a])[i] = true;
                         done.get(b).get(stepOf[b])[j] = true;
@@ -99,7 +104,7 @@ final class ScheduleSimulator {
                 boolean all = true;
                 for (boolean x : done.get(a).get(stepOf[a])) all &= x;
                 if (!all) continue;
-                for (Combine c : steps.get(stepOf[a]).combines()) combine(c, buf(a, c.into(), work, scratch), buf(a, c.from(), work, scratch), op, dtype);
+                for (Combine c : steps.get(stepOf[a]).combines()) combine(c, buf(a, c.into(), work, scratch, input), buf(a, c.from(), work, scratch, input), op, dtype);
                 stepOf[a]++;
                 progress = true;
             }
@@ -112,8 +117,12 @@ final class ScheduleSimulator {
         }
     }
 
-    private static MemorySegment buf(int r, Buffer b, MemorySegment[] work, MemorySegment[] scratch) {
-        return b == Buffer.WORK ? work[r] : scratch[r];
+    private static MemorySegment buf(int r, Buffer b, MemorySegment[] work, MemorySegment[] scratch, MemorySegment[] input) {
+        return switch (b) {
+            case WORK -> work[r];
+            case SCRATCH -> scratch[r];
+            case INPUT -> input[r];
+        };
     }
 
     /** {@code into := op(left, right)} as the combine says (docs/reference/collectives.md §1.3, ring rule). */

@@ -1,6 +1,7 @@
 package dev.jdist.mpi;
 
 import dev.jdist.Array;
+import dev.jdist.CollectiveChecks;
 import dev.jdist.DType;
 import dev.jdist.Distributed;
 import dev.jdist.DistributedException;
@@ -187,6 +188,32 @@ public final class MpiCheckProgram {
             }
         }
         expect(world.allSum(Array.of(1)).getLong(0) == n, "group usable after errors");
+
+        // the operations MLX lacks (broadcast, barrier, all_to_all(_v), gather, scatter, batches, any-peer send/recv):
+        // every dtype, sizes 0/1/odd/large, roots other than 0, on the world and on a split
+        CollectiveChecks.Options full = CollectiveChecks.Options.full(1 << 20);
+        List<String> wrong = CollectiveChecks.run(world, full);
+        expect(wrong.isEmpty(), "new operations on the world: " + wrong);
+        checks++;
+        try (Group sub = world.split(r % 2, n - r)) {
+            List<String> subWrong = CollectiveChecks.run(sub, new CollectiveChecks.Options(
+                    List.of(DType.FLOAT32, DType.BFLOAT16, DType.INT8, DType.BOOL), List.of(), 0, true));
+            expect(subWrong.isEmpty(), "new operations on a split: " + subWrong);
+            checks++;
+        }
+        // heap (non-native) arrays into and out of the point-to-point paths (each array staged once, own block kept)
+        byte[] heapOutBytes = new byte[4 * n * 3];
+        Array heapOut = Array.wrap(MemorySegment.ofArray(heapOutBytes), DType.INT32, n * 3);
+        int[] mine = new int[n * 3];
+        for (int j = 0; j < n * 3; j++) mine[j] = r * 1000 + j;
+        Array heapSrc = Array.wrap(MemorySegment.ofArray(Array.fromInts(mine, n * 3).segment().toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)),
+                DType.INT32, n * 3);
+        world.allToAllInto(heapSrc, heapOut);
+        for (int q = 0; q < n; q++) {
+            for (int k = 0; k < 3; k++) {
+                expect(heapOut.getLong(q * 3L + k) == q * 1000L + r * 3 + k, "heap all_to_all block from rank " + q + ": " + heapOut);
+            }
+        }
 
         System.out.println("MPI-CHECK OK " + tag + " of " + n + " (" + checks + " checks, "
                 + MpiRuntime.current().lib + ", thread level " + MpiRuntime.current().providedThreadLevel()

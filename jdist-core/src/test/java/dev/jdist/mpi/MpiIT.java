@@ -20,7 +20,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Runs {@link MpiCheckProgram} under Debian's {@code mpirun.openmpi} and {@code mpirun.mpich} with 2–4
- * ranks: every op, every dtype, split, send/recv between every pair, MPI error text; with library
+ * ranks: every op, every dtype, split, send/recv between every pair, MPI error text, and the operations MLX
+ * lacks through {@code CollectiveChecks} on the world and on a split; with library
  * discovery by launcher family, with {@code MLX_MPI_LIBNAME} set to the real file, with backend
  * {@code "any"}, and with every call chunked (the path for counts above 2^31−1).
  */

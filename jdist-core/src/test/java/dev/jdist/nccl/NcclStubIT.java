@@ -121,6 +121,9 @@ class NcclStubIT {
                 for (int i = 0; i < 2; i++) {
                     assertThat(scattered.getDouble(i)).isEqualTo(6 + 3.0 * (2 * r + i));
                 }
+                // ncclBroadcast from a root other than 0
+                Array b = g.broadcast(input(dt, r, 2, 3), n - 1);
+                for (int i = 0; i < 6; i++) assertThat(b.getDouble(i)).as("broadcast[%d]", i).isEqualTo(value(n - 1, i));
                 // async variants go through the same staging, in issue order
                 Array asyncSum = g.allSumAsync(x).join();
                 assertThat(asyncSum.toDoubleArray()).containsExactly(sum.toDoubleArray());
@@ -185,15 +188,19 @@ class NcclStubIT {
         }
     }
 
-    @Test
-    void sendAndRecvAreUnsupported() throws Exception {
-        List<Group> groups = world(2);
+    /**
+     * The operations MLX lacks over NCCL (broadcast, grouped ncclSend/ncclRecv for any-peer send/recv, batches,
+     * all_to_all(v), gather, scatter): every value CollectiveChecks knows, on every rank, for every dtype.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0} ranks")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {2, 3, 5})
+    void theOperationsMlxLacksGiveTheDocumentedBytesOnEveryRank(int n) throws Exception {
+        List<Group> groups = world(n);
         try {
-            Group g = groups.get(0);
-            assertThatThrownBy(() -> g.send(Array.ones(DType.FLOAT32, 2), 1))
-                    .isInstanceOf(UnsupportedCollectiveException.class).hasMessageContaining("nccl");
-            assertThatThrownBy(() -> g.recv(new int[] {2}, DType.FLOAT32, 1))
-                    .isInstanceOf(UnsupportedCollectiveException.class);
+            dev.jdist.CollectiveChecks.Options o = new dev.jdist.CollectiveChecks.Options(List.of(DType.values()),
+                    List.of(DType.FLOAT32), 200_000, true);   // bytes move as ncclUint8: every dtype
+            List<List<String>> wrong = RankThreads.run(n, 240, r -> dev.jdist.CollectiveChecks.run(groups.get(r), o));
+            for (int r = 0; r < n; r++) assertThat(wrong.get(r)).as("rank %d", r).isEmpty();
         } finally {
             closeAll(groups);
         }
