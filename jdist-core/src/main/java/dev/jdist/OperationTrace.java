@@ -13,7 +13,7 @@ package dev.jdist;
  */
 final class OperationTrace {
 
-    /** What an operation is, with its name in events (MLX's names; the operations MLX lacks named in its style, §13). */
+    /** What an operation is, with its name in events (MLX's names; the operations MLX lacks named in its style, docs/reference/collectives.md §13). */
     enum Kind {
         ALL_SUM("all_sum"), ALL_MAX("all_max"), ALL_MIN("all_min"), ALL_GATHER("all_gather"),
         SUM_SCATTER("sum_scatter"), SEND("send"), RECV("recv"), SPLIT("split"),
