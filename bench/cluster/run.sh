@@ -32,6 +32,7 @@ usage: bench/cluster/run.sh [options]
 EOF
 }
 
+ARGS=("$@")   # for the report: the options as given
 HOSTS_LIST=4,8,16 RATE=1gbit CAL_RATES=none,2gbit,1gbit,500mbit,200mbit IMPLS=jdist,mpi,gloo OPS=all_sum,all_gather
 MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 GSO=65536
 HOSTS_SET=0 CAL_SET=0 MAX_SET=0
@@ -233,13 +234,13 @@ unshape_all() {
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "machine: $(hostname), $(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"), Linux $(uname -r)"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "jdist: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)'); $("$JAVA_HOME/bin/java" -version 2>&1 | head -1)"
+  echo "jdist: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)'); $("$JDIST_JDK/bin/java" -version 2>&1 | head -1)"
   echo "Open MPI: $("$MPIRUN" --version 2>&1 | head -1)"
   [[ ,$IMPLS, == *,gloo,* ]] && echo "PyTorch (gloo): $("$PY" -c 'import torch, torch.distributed as d; print(torch.__version__, "gloo available:", d.is_gloo_available())' 2>&1 | tail -1)"
   echo "iperf3: $(iperf3 --version | head -1)"
   echo "link: tc tbf burst $BURST latency 10ms on both ends of every host's veth, rate --rate $RATE; gso_max_size $GSO; MTU 1500; no added delay"
   echo "hosts: ${HOSTS[*]}; impls: ${IMPL[*]}; ops: ${OP[*]}; sweeps (MIN:MAX:FACTOR:WARMUP:ITERS): ${SWEEPS[*]}"
-  echo "command: bench/cluster/run.sh $*"
+  echo "command: bench/cluster/run.sh ${ARGS[*]}"
 } >"$OUT/meta.txt"
 cat "$OUT/meta.txt" >&2
 
