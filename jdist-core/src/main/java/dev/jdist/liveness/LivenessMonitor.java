@@ -231,6 +231,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         LivenessMonitor m = this;
         return new Liveness() {
             @Override public DistributedException failure() { return m.failure(); }
+            @Override public void failing(DistributedException local) { m.failing(local); }
             @Override public void onFailure(Consumer<DistributedException> action) { m.onFailure(action); }
             @Override public Duration progressDeadline() { return m.progressDeadline(); }
             @Override public boolean hasLeft(int q) { return false; }
@@ -238,6 +239,22 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
     }
 
     // ------------------------------------------------------------------ failures of this rank's groups
+
+    /**
+     * A transport's own failure, told before it closes its connections: the peers that then see them close learn why
+     * from this rank's heartbeat (sent now) instead of taking this rank for where the failure began.
+     */
+    @Override
+    public void failing(DistributedException local) {
+        if (socket == null || made.contains(local) || declared != null) return;
+        Reason mine = Reason.ofOwnFailure(rank, local);
+        if (mine == null) return;
+        synchronized (this) {
+            if (own != null) return;
+            own = mine;
+        }
+        sendBeats(BEAT_NOW);
+    }
 
     /**
      * What to throw for {@code local}, a failure that ended one of this rank's operations: for a failure that breaks the
@@ -252,16 +269,11 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         if (mine == null) return local;
         Reason before = declared;
         if (before == null) {
-            // a first-hand failure: tell the others before anything else, then end this rank's other groups
-            boolean first;
+            // a first-hand failure (told already if the transport called failing()): end this rank's other groups
             synchronized (this) {
-                first = own == null;
-                if (first) own = mine;
+                if (own == null) own = mine;
             }
-            if (first) {
-                sendBeats(BEAT_NOW);
-                declare(mine);
-            }
+            declare(own);
         }
         Reason start = before != null ? before : own;
         long began = System.nanoTime();
@@ -311,14 +323,14 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
     /**
      * {@code exited}: the chain ends at a peer on this host that has exited without a reason heard from it yet. A rank
      * that failed sends its reason before it exits, so that reason may still be on its way to the watch's thread; it is
-     * waited for {@link #EXITED_SETTLE} before the exited peer is named (a SIGKILLed one never sends any).
+     * waited for {@link #EXITED_SETTLE} (a loaded machine may take that long to hand a datagram to the watch) before the exited peer is named (a SIGKILLed one never sends any).
      */
     private record Resolution(Reason root, boolean definitive, boolean exited) {
         Resolution(Reason root, boolean definitive) { this(root, definitive, false); }
     }
 
     /** How long an exited peer's reason is waited for before the peer itself is named as where the failure began. */
-    private static final long EXITED_SETTLE = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(250);
+    private static final long EXITED_SETTLE = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500);
 
     /**
      * Follows lost connections back to where the failure began: a rank that lost its connection to {@code s} because
@@ -330,12 +342,14 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         Set<Integer> seen = new HashSet<>();
         while (cur.kind() == Reason.Kind.CONNECTION) {
             int s = cur.subject();
-            if (s < 0 || s >= size || !seen.add(s) || s == rank && own == null) return new Resolution(cur, true);
-            Reason next = s == rank ? own : peers[s].notice;
+            if (s < 0 || s >= size || !seen.add(s)) return new Resolution(cur, true);
+            // this rank: why its groups broke, first-hand or as it learnt it (the reason it acted on)
+            Reason next = s == rank ? (own != null ? own : declared) : peers[s].notice;
             if (next != null && next != cur) {
                 cur = next;
                 continue;
             }
+            if (s == rank) return new Resolution(cur, true);
             if (s != rank && peers[s].left) return new Resolution(Reason.left(s), true);
             if (sameHost(s) && ProcessProbe.state(table.rank(s).pid()) == PeerUnresponsiveException.State.EXITED) {
                 return new Resolution(new Reason(Reason.Kind.CONNECTION, cur.origin(), s, PeerUnresponsiveException.State.EXITED, 0,
@@ -358,6 +372,9 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         if (r.origin() == rank && r.kind() != Reason.Kind.CONNECTION && r.kind() != Reason.Kind.FAILED) {
             System.err.println("jdist " + exceptionFor(r, null, null).getMessage());
         }
+        // Tell the others why before the listeners close this rank's connections: a peer that then sees them close
+        // follows this reason on to where the failure began, instead of taking this rank for the origin.
+        sendBeats(BEAT_NOW);
         for (Consumer<DistributedException> l : toRun) {
             try {
                 l.accept(failure());
@@ -393,6 +410,12 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
                         cause, rank, s, where(s), operation);
             }
             case CONNECTION -> {
+                if (s == rank) {
+                    // the search came back here: rank o saw its connection to this rank close, and no earlier cause is known
+                    return new PeerLostException(me + "rank " + o + " " + where(o) + " lost its connection to this rank (" + root.text()
+                            + ") and no earlier cause of the failure is known here; check rank " + o + "'s output." + closedNote,
+                            cause, rank, o, where(o), operation);
+                }
                 boolean exited = root.state() == PeerUnresponsiveException.State.EXITED;
                 String seen = o == rank ? "this rank" : "rank " + o;
                 return new PeerLostException(me + "rank " + s + " " + where(s) + (exited ? " has exited" : " is gone") + ": " + seen

@@ -79,6 +79,7 @@ public final class MeshTransport {
                 for (Combine c : st.combines()) combine(c, work, scratch, op, dtype);
             }
         } catch (DistributedException e) {
+            mesh.failing(e);   // the peers hear why before they see the connections close
             mesh.breakWith(e);
             throw mesh.explain(e);
         } catch (RuntimeException | Error e) {

@@ -435,6 +435,9 @@ public final class PeerMesh implements AutoCloseable {
     /** When the watch ended the mesh: its error, with {@code e} (what closing the sockets caused) suppressed; else null. */
     public DistributedException watchCause(Throwable e) { return watch.cause(e); }
 
+    /** An operation's own failure, told to the peers (through the watch) before the mesh closes its connections. */
+    public void failing(DistributedException e) { watch.failing(e); }
+
     public void breakWith(DistributedException cause) {
         if (broken == null) broken = cause;
         log("mesh broken: " + cause.getMessage());

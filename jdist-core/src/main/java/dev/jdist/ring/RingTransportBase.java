@@ -106,6 +106,7 @@ abstract class RingTransportBase implements RingTransport {
             checkOneStreamPerSocket(t.streams());
             execute(t);
         } catch (DistributedException e) {
+            watch.failing(e);   // the peers hear why before they see the connections close
             breakGroup(e);
             throw watch.explain(e);   // when the watch closed the connections, its error says why
         } catch (RuntimeException | Error e) {

@@ -43,6 +43,12 @@ public interface Liveness {
     Duration progressDeadline();
 
     /**
+     * Called by a transport with its own failure (a lost connection, a deadline) before it closes its connections, so
+     * that this rank's reason reaches the peers before they see the connections close. Cheap; the default does nothing.
+     */
+    default void failing(DistributedException failure) {}
+
+    /**
      * Whether rank {@code rank} of this group closed it (its program finished, or called {@code close()}): data still
      * awaited from it will not come. Always false for groups made by {@code split}.
      */

@@ -26,6 +26,15 @@ public final class WatchVerdict {
         });
     }
 
+    /**
+     * The transport's own failure, before it closes its connections: the watch tells the peers why first (unless the
+     * watch itself ended the transport, whose reason they have).
+     */
+    public void failing(DistributedException e) {
+        Liveness l = liveness;
+        if (l != null && verdict == null) l.failing(e);
+    }
+
     /** Whether the watch has ended the transport. */
     public boolean reached() { return verdict != null; }
 
