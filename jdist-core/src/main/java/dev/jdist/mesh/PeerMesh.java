@@ -5,6 +5,7 @@ import dev.jdist.ConnectFailedException;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
+import dev.jdist.spi.JdistTimeout;
 import dev.jdist.spi.Liveness;
 import dev.jdist.spi.WatchVerdict;
 
@@ -399,13 +400,8 @@ public final class PeerMesh implements AutoCloseable {
     /** The first failure, or null. */
     public DistributedException broken() { return broken; }
 
-    /**
-     * Breaks the mesh for good: remembers the first cause and closes every connection and the listener, so that the
-     * members this one talks to fail too (they see the connection end) and later operations fail at once.
-     */
     private void setTimeout(java.time.Duration timeout) {
-        double s = timeout.toNanos() / 1e9;
-        this.timeoutText = s == Math.rint(s) ? String.valueOf((long) s) : String.valueOf(s);
+        this.timeoutText = JdistTimeout.seconds(timeout);
         this.timeoutNanos = timeout.toNanos();
     }
 
@@ -438,6 +434,10 @@ public final class PeerMesh implements AutoCloseable {
     /** An operation's own failure, told to the peers (through the watch) before the mesh closes its connections. */
     public void failing(DistributedException e) { watch.failing(e); }
 
+    /**
+     * Breaks the mesh for good: remembers the first cause and closes every connection and the listener, so that the
+     * members this one talks to fail too (they see the connection end) and later operations fail at once.
+     */
     public void breakWith(DistributedException cause) {
         if (broken == null) broken = cause;
         log("mesh broken: " + cause.getMessage());

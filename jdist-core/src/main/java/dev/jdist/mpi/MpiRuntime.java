@@ -462,8 +462,7 @@ final class MpiRuntime {
 
     /** {@code "5 s"}, {@code "2.500 s"}: durations in messages. */
     static String seconds(Duration d) {
-        double s = d.toNanos() / 1e9;
-        return s == Math.rint(s) ? (long) s + " s" : String.format(java.util.Locale.ROOT, "%.3f s", s);
+        return dev.jdist.spi.JdistTimeout.secondsWithUnit(d);
     }
 
     private boolean lockQuietly() {

@@ -5,7 +5,6 @@ import dev.jdist.PeerLostException;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
-import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
@@ -90,7 +89,6 @@ final class NcclProgress {
 
     /** {@code "5 s"}, {@code "2.500 s"}. */
     static String seconds(Duration d) {
-        double s = d.toNanos() / 1e9;
-        return s == Math.rint(s) ? (long) s + " s" : String.format(Locale.ROOT, "%.3f s", s);
+        return dev.jdist.spi.JdistTimeout.secondsWithUnit(d);
     }
 }

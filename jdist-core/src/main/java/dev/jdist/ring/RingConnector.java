@@ -247,8 +247,7 @@ final class RingConnector {
     }
 
     static String seconds(Duration d) {
-        double s = d.toNanos() / 1e9;
-        return s == Math.rint(s) ? String.valueOf((long) s) : String.valueOf(s);
+        return dev.jdist.spi.JdistTimeout.seconds(d);
     }
 
     static void closeQuietly(java.io.Closeable c) {

@@ -56,4 +56,16 @@ public final class JdistTimeout {
         throw new ConfigException(variable + "=\"" + value + "\" is not a duration: use seconds (30, 2.5) or a unit (500ms, 30s, 2m),"
                 + " between 1 ms and 7 days; unset it for the default of " + fallback.toSeconds() + " s");
     }
+
+    /** A deadline as messages print it, in seconds without a unit: {@code 30}, {@code 2.5}, {@code 0.2}. */
+    public static String seconds(Duration d) {
+        double s = d.toNanos() / 1e9;
+        return s == Math.rint(s) ? String.valueOf((long) s) : String.valueOf(s);
+    }
+
+    /** A deadline with its unit, to the millisecond: {@code 30 s}, {@code 2.500 s}. */
+    public static String secondsWithUnit(Duration d) {
+        double s = d.toNanos() / 1e9;
+        return s == Math.rint(s) ? (long) s + " s" : String.format(Locale.ROOT, "%.3f s", s);
+    }
 }
