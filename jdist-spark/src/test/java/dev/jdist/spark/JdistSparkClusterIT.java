@@ -167,13 +167,20 @@ class JdistSparkClusterIT {
         long haltedPid = Long.parseLong(Files.readString(outcomes.resolve("kill-3")).split("\\|")[1]);
         EXECUTOR_PIDS.add(haltedPid);
         // Ranks in the other executor JVM survived the kill; each must have failed with jdist's typed error.
+        // the driver learns of the failed stage before the surviving tasks have written their outcome: wait (bounded)
         List<String[]> survivors = new ArrayList<>();
-        for (int r = 0; r < 3; r++) {
-            Path p = outcomes.resolve("kill-" + r);
-            if (Files.exists(p)) {
-                String[] o = Files.readString(p).split("\\|", 5);
-                if (Long.parseLong(o[1]) != haltedPid) survivors.add(o);
+        long until = System.nanoTime() + 30_000_000_000L;
+        while (true) {
+            survivors.clear();
+            for (int r = 0; r < 3; r++) {
+                Path p = outcomes.resolve("kill-" + r);
+                if (Files.exists(p)) {
+                    String[] o = Files.readString(p).split("\\|", 5);
+                    if (o.length == 5 && Long.parseLong(o[1]) != haltedPid) survivors.add(o);
+                }
             }
+            if (survivors.size() >= 2 || System.nanoTime() > until) break;
+            sleep(100);
         }
         assertThat(survivors).as("ranks outside the killed executor").hasSize(2);
         for (String[] o : survivors) {
@@ -211,6 +218,9 @@ class JdistSparkClusterIT {
         List<String[]> all = new ArrayList<>();
         for (int r = 0; r < ranks; r++) {
             Path p = outcomes.resolve(scenario + "-" + r);
+            // the driver learns of the failed stage before the peers' tasks have written their outcome: wait (bounded)
+            long until = System.nanoTime() + 30_000_000_000L;
+            while (!Files.exists(p) && System.nanoTime() < until) sleep(100);
             assertThat(p).as("rank %d recorded its outcome", r).exists();
             all.add(Files.readString(p).split("\\|", 5));
         }
@@ -235,6 +245,15 @@ class JdistSparkClusterIT {
                 Thread.currentThread().interrupt();
                 throw new AssertionError(e);
             }
+        }
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
         }
     }
 }
