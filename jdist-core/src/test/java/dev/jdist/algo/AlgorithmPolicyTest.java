@@ -88,9 +88,13 @@ class AlgorithmPolicyTest {
         AlgorithmRules d = AlgorithmRules.defaults();
         assertThat(d.rules()).isNotEmpty();
         assertThat(d.source()).contains("built-in");
-        // two ranks: the ring (2 steps of one segment each) is already the fewest rounds for every size
+        // two ranks: one exchange for small messages (the ring's all-reduce takes two), the ring for large ones
+        Topology two = new Topology(2, 2, false);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 4, two)).isEqualTo(RD);
+        assertThat(AlgorithmPolicy.defaults().choose(CollectiveKind.ALL_GATHER, 4, two)).isEqualTo(RD);
+        assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 4, two)).isEqualTo(Algorithm.RH);
         for (CollectiveKind k : CollectiveKind.values()) {
-            assertThat(AlgorithmPolicy.defaults().choose(k, 4, new Topology(2, 2, false))).isEqualTo(RING);
+            assertThat(AlgorithmPolicy.defaults().choose(k, 1 << 20, two)).isEqualTo(RING);
         }
         assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 4, EIGHT_HOSTS)).isEqualTo(RD);
         assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 1L << 30, EIGHT_HOSTS)).isEqualTo(RING);
