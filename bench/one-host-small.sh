@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Issue 17's one-host targets, side by side in one sitting: 2 ranks on loopback, float32 all_sum, jdist against Open
+# MPI's TCP transport, each with its own default settings (mpirun binds 2 ranks to cores by default; jdist launch
+# does not pin), plus the variants that explain the difference:
+#   jdist            jdist bench defaults (between jdist ranks: rd up to 16 KiB, the ring above)
+#   jdist-ring       JDIST_ALGO=ring (the default at 2 ranks before the 2-rank rules)
+#   jdist-bound      --bind-to core
+#   jdist-shm        JDIST_TRANSPORT=shm
+#   ompi-tcp         mpirun --mca btl tcp,self (its default binding)
+#   ompi-tcp-unbound the same with --bind-to none
+#   ompi-vader       mpirun --mca btl vader,self (shared memory)
+# The configurations run interleaved, RUNS times each, so a busy machine disturbs them alike. Prints every run's row
+# into OUT and a summary: per configuration and size, the median of the runs' medians (µs) and of their busbw (GB/s).
+#
+#   bench/one-host-small.sh [RUNS] [OUT_DIR]        (defaults: 5 runs, bench-results/one-host-<UTC time>)
+#
+# Needs Open MPI (installed when run as root). docs/benchmarks.md "Small messages on one host" records the figures.
+set -euo pipefail
+ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+source "$ROOT/bin/lib/common.sh"
+# shellcheck source=lib/report.sh
+source "$ROOT/bench/lib/report.sh"
+jdist_own_path
+jdist_find_jdk
+RUNS=${1:-5}
+OUT=${2:-$ROOT/bench-results/one-host-$(date -u +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+jdist_apt_install openmpi-bin libopenmpi-dev
+MPICC=$(command -v mpicc.openmpi || command -v mpicc)
+MPIRUN=$(command -v mpirun.openmpi || command -v mpirun)
+"$MPICC" -O2 -o "$OUT/mpi_collective" "$ROOT/bench/reference/mpi_collective.c"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+JDIST="$ROOT/bin/jdist"
+"$JDIST" --version >/dev/null   # builds jdist once, before anything is timed
+
+# Small sizes: many timed calls; large sizes: few.
+SMALL=(4 1024 3000 200)             # min max iters warm-up
+LARGE=(1048576 268435456 20 5)
+
+# measure CONFIG MIN MAX ITERS WARMUP: prints the data rows ("size median p99 ... busbw ...") of one run
+measure() {
+  local cfg=$1 min=$2 max=$3 iters=$4 warm=$5 factor=16
+  [ "$min" = 4 ] && factor=256
+  local mpi=("$MPIRUN" --allow-run-as-root --oversubscribe -np 2)
+  case $cfg in
+    jdist)            "$JDIST" bench -n 2 --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
+    jdist-ring)       "$JDIST" bench -n 2 --env JDIST_ALGO=ring --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
+    jdist-bound)      "$JDIST" bench -n 2 --bind-to core --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
+    jdist-shm)        "$JDIST" bench -n 2 --env JDIST_TRANSPORT=shm --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
+    ompi-tcp)         "${mpi[@]}" --mca btl tcp,self --mca btl_tcp_if_include lo "$OUT/mpi_collective" allreduce "$min" "$max" "$iters" "$warm" $factor --csv ;;
+    ompi-tcp-unbound) "${mpi[@]}" --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo "$OUT/mpi_collective" allreduce "$min" "$max" "$iters" "$warm" $factor --csv ;;
+    ompi-vader)       "${mpi[@]}" --mca btl vader,self "$OUT/mpi_collective" allreduce "$min" "$max" "$iters" "$warm" $factor --csv ;;
+  esac 2>/dev/null | awk -F, '$1 == "all_sum"'
+}
+
+CONFIGS=(jdist jdist-ring jdist-bound jdist-shm ompi-tcp ompi-tcp-unbound ompi-vader)
+{ bench_machine; echo "# runs=$RUNS configs=${CONFIGS[*]}"; } > "$OUT/machine.txt"
+for run in $(seq 1 "$RUNS"); do
+  for cfg in "${CONFIGS[@]}"; do
+    echo "== run $run/$RUNS: $cfg" >&2
+    { measure "$cfg" "${SMALL[@]}"; measure "$cfg" "${LARGE[@]}"; } | sed "s/^/$cfg,$run,/" >> "$OUT/rows.txt"
+  done
+done
+bench_machine >> "$OUT/machine.txt"
+
+# rows.txt: CONFIG,RUN, then jdist bench --csv's columns (mpi_collective --csv prints the same ones)
+python3 - "$OUT/rows.txt" "${CONFIGS[@]}" <<'EOF' | tee "$OUT/summary.md"
+import statistics, sys
+rows, configs = sys.argv[1], sys.argv[2:]
+data = {}
+for line in open(rows):
+    f = line.strip().split(",")
+    cfg, size, median, busbw = f[0], int(f[5]), float(f[9]), float(f[12])
+    data.setdefault((cfg, size), []).append((median, busbw))
+sizes = sorted({s for (_, s) in data})
+def label(b):
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= scale: return f"{b // scale} {unit}"
+    return f"{b} B"
+print("| configuration | " + " | ".join(label(s) for s in sizes) + " |")
+print("|---|" + "---:|" * len(sizes))
+for cfg in configs:
+    cells = []
+    for s in sizes:
+        v = data.get((cfg, s))
+        if not v: cells.append("–"); continue
+        m = statistics.median(x[0] for x in v)
+        bw = statistics.median(x[1] for x in v)
+        cells.append(f"{m:.1f} µs" if s < (1 << 20) else f"{bw:.2f} GB/s")
+    print(f"| {cfg} | " + " | ".join(cells) + " |")
+print()
+print(f"median of {len(next(iter(data.values())))} runs' medians: µs for the small sizes, busbw for 1 MiB and up")
+EOF
+echo "results in $OUT" >&2
