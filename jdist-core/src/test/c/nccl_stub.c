@@ -16,7 +16,9 @@
  *   files (JDIST_STUB_NCCL_WORLD_DIR=<dir>): ranks are processes; each rank writes "init.<rank>" (its
  *     pid) and, per collective, "c<seq>.<rank>" (its send buffer); a collective completes on the stream
  *     once every rank's file is there. ncclCommGetAsyncError reports ncclRemoteError when a peer's
- *     process no longer exists (a stopped one still exists: only a deadline finds it). ncclCommAbort
+ *     process no longer exists (a stopped one still exists: only a deadline finds it) and it had not finalized or
+ *     destroyed its communicator (those write "done.<rank>": a peer that left cleanly is not lost). Point-to-point
+ *     messages (ncclSend/ncclRecv, alone or grouped) are files "p2p.<src>.<dst>.<k>". ncclCommAbort
  *     writes "abort.<rank>". Each job (unique id) gets a subdirectory; a split's colour gets one below it.
  *
  * Test controls (not part of NCCL):
@@ -353,13 +355,27 @@ static int files_ready(ncclComm_t c) {
     return 1;
 }
 
-/* File mode: the first peer whose process is gone, or -1. */
+/* File mode: the first peer whose process is gone without finalizing or destroying its communicator, or -1 (a peer
+ * that left cleanly and then exited is not lost: its last operations were complete). */
 static int lost_peer(ncclComm_t c) {
     for (int q = 0; q < c->n; q++) {
         if (q == c->rank || !c->pids[q]) continue;
-        if (kill(c->pids[q], 0) != 0 && errno == ESRCH) return q;
+        if (kill(c->pids[q], 0) != 0 && errno == ESRCH) {
+            char path[600];
+            struct stat st;
+            world_file(c, path, sizeof path, "done", -1, q);
+            if (stat(path, &st) != 0) return q;
+        }
     }
     return -1;
+}
+
+/* File mode: this rank has left cleanly (ncclCommFinalize or ncclCommDestroy); see lost_peer. */
+static void mark_done(ncclComm_t c) {
+    if (!c->dir[0]) return;
+    char path[600];
+    world_file(c, path, sizeof path, "done", -1, c->rank);
+    write_file(path, "", 0);
 }
 
 static ncclResult_t init_files(ncclComm_t *comm, int nranks, int rank, int nonblocking, const char *dir) {
@@ -523,6 +539,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
     if (should_fail("ncclCommFinalize")) return ncclInvalidUsage;
     if (!comm) return ncclInvalidArgument;
     __atomic_add_fetch(&finalizes, 1, __ATOMIC_SEQ_CST);
+    mark_done(comm);
     if (comm->nonblocking) {
         comm->async = ncclInProgress;            /* quiescent at the next ncclCommGetAsyncError */
         return ncclInProgress;
@@ -533,6 +550,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
     if (should_fail("ncclCommDestroy")) return ncclInvalidUsage;
     if (!comm) return ncclInvalidArgument;
+    mark_done(comm);
     release(comm);
     return ncclSuccess;
 }
@@ -838,9 +856,12 @@ ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, int type,
 /*
  * Point-to-point: ncclSend/ncclRecv, alone or between ncclGroupStart and ncclGroupEnd. The stand-in buffers every
  * send (in the world's mailbox in-process, as a file per message in file mode), so a group posts all its sends and
- * then takes its receives in order: no order of a group can deadlock, as with NCCL's grouped calls.
+ * then takes its receives in order: no order of a group can deadlock, as with NCCL's grouped calls. The data moves
+ * inside the call; in file mode collectives finish later, on their stream, so the call first waits for the work
+ * already on its streams (NCCL's stream order: a send after an all-reduce sends the all-reduce's result).
  */
-struct p2p { int send, peer; void *buf; size_t bytes; ncclComm_t comm; };
+int cudaStreamSynchronize(cudaStream_t s);
+struct p2p { int send, peer; void *buf; size_t bytes; ncclComm_t comm; cudaStream_t stream; };
 static __thread struct p2p group_ops[4096];
 static __thread int group_depth, group_count;
 
@@ -918,6 +939,10 @@ static ncclResult_t take(struct p2p *op) {
 
 static ncclResult_t run_p2p(struct p2p *ops, int k) {
     for (int i = 0; i < k; i++) {
+        if (ops[i].comm->dir[0] && cudaStreamSynchronize(ops[i].stream) != 0)
+            return fail(ncclSystemError, "%s: the work before it on its stream did not finish within 30 s", ops[i].send ? "ncclSend" : "ncclRecv");
+    }
+    for (int i = 0; i < k; i++) {
         if (!ops[i].send) continue;
         ncclResult_t rc = post(&ops[i]);
         if (rc) return rc;
@@ -938,7 +963,7 @@ static ncclResult_t p2p_op(const char *fn, int send, void *buf, size_t count, in
     if (rc) return rc;
     if (peer < 0 || peer >= comm->n || peer == comm->rank) return fail(ncclInvalidArgument, "%s: invalid peer", fn);
     if (comm->aborted) return fail(ncclInvalidUsage, "%s: the communicator was aborted", fn);
-    struct p2p op = {send, peer, buf, b, comm};
+    struct p2p op = {send, peer, buf, b, comm, stream};
     if (group_depth == 0) return run_p2p(&op, 1);
     if (group_count == (int) (sizeof group_ops / sizeof group_ops[0])) return fail(ncclInvalidUsage, "%s: too many calls in one group", fn);
     group_ops[group_count++] = op;

@@ -70,6 +70,23 @@ class ExamplesLaunchIT {
     }
 
     @Test
+    void mixtureOfExpertsOnFourRanksMatchesTheSingleProcessRunOnEveryRank() throws IOException {
+        CommandResult r = launch(4, "MixtureOfExperts.java");
+        Matcher m = Pattern.compile("rank (\\d) of 4: experts (\\d)-(\\d), (\\d+) of 96 tokens to other ranks, "
+                + "max \\|y - single process\\| = (\\S+)").matcher(r.stdout());
+        List<Integer> ranks = new ArrayList<>();
+        while (m.find()) {
+            ranks.add(Integer.parseInt(m.group(1)));
+            assertThat(Integer.parseInt(m.group(2))).as("rank %s's first expert", m.group(1)).isEqualTo(2 * Integer.parseInt(m.group(1)));
+            assertThat(Integer.parseInt(m.group(4))).as("rank %s sends tokens to other ranks", m.group(1)).isPositive();
+            assertThat(Double.parseDouble(m.group(5))).as("rank %s's max error", m.group(1)).isLessThanOrEqualTo(1e-5);
+        }
+        assertThat(ranks).as(r.stdout()).containsExactlyInAnyOrder(0, 1, 2, 3);
+        assertThat(r.stdout()).contains("expert-parallel output equals the single-process output on all 4 ranks")
+                .containsPattern("tokens per expert over all ranks: \\[[0-9, ]+\\]; 4 ranks x 96 tokens");
+    }
+
+    @Test
     void allSumOnThreeRanksPrintsThreeOnEveryRank() throws IOException {
         CommandResult r = launch(3, "AllSum.java");
         for (int rank = 0; rank < 3; rank++) {

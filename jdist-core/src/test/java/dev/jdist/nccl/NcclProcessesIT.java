@@ -200,6 +200,33 @@ class NcclProcessesIT {
         return index;
     }
 
+    /**
+     * The operations MLX lacks across processes: n JVMs meet through the stub's file mode, so broadcast and the grouped
+     * ncclSend/ncclRecv behind any-peer send/recv, batches, all_to_all(v), gather and scatter move bytes between
+     * processes; every rank checks every value CollectiveChecks knows, on the world and on a split.
+     */
+    @ParameterizedTest(name = "{0} ranks")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {3, 4})
+    void theOperationsMlxLacksGiveTheDocumentedBytesOnEveryRankAcrossProcesses(int n) throws Exception {
+        NcclStubLibraries stubs = NcclStubLibraries.get();
+        Path world = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "nccl-world-");
+        int port = FreePorts.one();
+        int[] index = new int[n];
+        for (int r = 0; r < n; r++) {
+            Map<String, String> env = new java.util.HashMap<>(stubs.env());
+            env.put("JDIST_STUB_NCCL_WORLD_DIR", world.toString());
+            env.put("JDIST_TIMEOUT", "120s");
+            index[r] = start(NcclPeerOperationsProgram.class, rankEnv(r, n, port, 30_000, env));
+        }
+        for (int r = 0; r < n; r++) {
+            int exit = procs.await(index[r], 150);
+            String out = procs.output(index[r]);
+            if (exit == -1) throw new AssertionError("rank " + r + " did not exit within 150 s:\n" + out);
+            assertThat(exit).as("rank %d: %s", r, out).isZero();
+            assertThat(out).contains("rank " + r + " of " + n + ": OK");
+        }
+    }
+
     @Test
     void withoutLibrariesTheRankReportsWhyAndStrictInitIsAConfigError() throws Exception {
         Map<String, String> env = Map.of("JDIST_NCCL_LIBRARY", "/nonexistent/libnccl.so.2",

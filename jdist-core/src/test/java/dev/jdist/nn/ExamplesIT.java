@@ -40,7 +40,7 @@ import static org.assertj.core.api.Assertions.fail;
  * Runs the example programs as real JVMs: 1 rank (no configuration: the singleton group), and 2 and
  * 4 ranks over the TCP ring on 127.0.0.1 (MLX_RANK + MLX_HOSTFILE, free ports), and checks what
  * the issue promises: identical weights on every rank, the loss of the 1-process run, the sharded
- * output equal to the unsharded one.
+ * output equal to the unsharded one, the expert-parallel output equal to the single-process one.
  */
 @Timeout(600)
 class ExamplesIT {
@@ -70,7 +70,7 @@ class ExamplesIT {
         int rc = ToolProvider.getSystemJavaCompiler().run(null, diagnostics, diagnostics,
                 "-cp", classpath, "-d", classes.toString(),
                 examples.resolve("AllSum.java").toString(), examples.resolve("DataParallel.java").toString(),
-                examples.resolve("TensorParallel.java").toString());
+                examples.resolve("TensorParallel.java").toString(), examples.resolve("MixtureOfExperts.java").toString());
         assertThat(rc).as("javac of the examples: " + diagnostics.toString(StandardCharsets.UTF_8)).isZero();
     }
 
@@ -126,6 +126,52 @@ class ExamplesIT {
                 .isCloseTo(Double.parseDouble(s.group(1)), org.assertj.core.data.Offset.offset(1e-3));
     }
 
+    // ------------------------------------------------------------------ MixtureOfExperts
+
+    /** all_to_all needs ranks known to be jdist (docs/reference/collectives.md §13): a job token, as jdist launch sets. */
+    static final Map<String, String> JOB_TOKEN = Map.of("JDIST_JOB_TOKEN", "examples-it");
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {1, 2, 4})
+    void mixtureOfExpertsOutputEqualsTheSingleProcessOutputOnEveryRank(int n) throws Exception {
+        List<RankRun> runs = run("MixtureOfExperts", n, JOB_TOKEN);
+        for (RankRun r : runs) {
+            Matcher m = find(r, "rank (\\d+) of (\\d+): experts (\\d+)-(\\d+), (\\d+) of 96 tokens to other ranks, "
+                    + "max \\|y - single process\\| = (\\S+)");
+            assertThat(Integer.parseInt(m.group(1))).isEqualTo(r.rank());
+            assertThat(Integer.parseInt(m.group(2))).isEqualTo(n);
+            assertThat(Integer.parseInt(m.group(3))).as("rank %d's first expert", r.rank()).isEqualTo(r.rank() * 8 / n);
+            if (n > 1) assertThat(Integer.parseInt(m.group(5))).as("rank %d sends tokens away", r.rank()).isPositive();
+            assertThat(Double.parseDouble(m.group(6))).as("rank %d's max error", r.rank()).isLessThanOrEqualTo(OUTPUT_TOLERANCE);
+        }
+        Matcher m = find(runs.getFirst(), "tokens per expert over all ranks: \\[([0-9, ]+)\\]; (\\d+) ranks x 96 tokens");
+        int total = java.util.Arrays.stream(m.group(1).split(", ")).mapToInt(Integer::parseInt).sum();
+        assertThat(total).as("every token reached one expert").isEqualTo(96 * n);
+        assertThat(runs.getFirst().out()).contains("expert-parallel output equals the single-process output on all " + n + " ranks");
+    }
+
+    @Test
+    void mixtureOfExpertsSaysWhichRankCountsItNeeds() throws Exception {
+        requireRing();
+        Path hostfile = tmp.resolve("hosts-moe-3.json");
+        Files.writeString(hostfile, IntStream.of(FreePorts.distinct(3)).mapToObj(p -> "[\"127.0.0.1:" + p + "\"]")
+                .collect(Collectors.joining(", ", "[", "]")));
+        List<Started> started = new ArrayList<>();
+        try {
+            for (int r = 0; r < 3; r++) {
+                started.add(start(List.of("-cp", classes + java.io.File.pathSeparator + classpath, "MixtureOfExperts"),
+                        Map.of("MLX_RANK", String.valueOf(r), "MLX_HOSTFILE", hostfile.toString(), "JDIST_JOB_TOKEN", "examples-it"), r));
+            }
+            for (Started s : started) {
+                RankRun r = s.await();
+                assertThat(r.exit()).as(r.err()).isEqualTo(2);
+                assertThat(r.err()).contains("8 experts do not divide among 3 ranks; run with a rank count that divides 8");
+            }
+        } finally {
+            for (Started s : started) s.kill();
+        }
+    }
+
     // ------------------------------------------------------------------ AllSum
 
     @ParameterizedTest(name = "{0} ranks")
@@ -148,16 +194,26 @@ class ExamplesIT {
 
     /** Runs {@code mainClass} as {@code n} ranks; asserts every rank exits 0. */
     static List<RankRun> run(String mainClass, int n) {
+        return run(mainClass, n, Map.of());
+    }
+
+    /** Runs {@code mainClass} as {@code n} ranks with {@code extraEnv}; asserts every rank exits 0. */
+    static List<RankRun> run(String mainClass, int n, Map<String, String> extraEnv) {
         if (n > 1) requireRing();
         try {
             Map<Integer, Map<String, String>> envs = new HashMap<>();
             if (n == 1) {
-                envs.put(0, Map.of());
+                envs.put(0, extraEnv);
             } else {
                 Path hostfile = tmp.resolve("hosts-" + mainClass + "-" + n + "-" + System.nanoTime() + ".json");
                 Files.writeString(hostfile, IntStream.of(FreePorts.distinct(n)).mapToObj(p -> "[\"127.0.0.1:" + p + "\"]")
                         .collect(Collectors.joining(", ", "[", "]")));
-                for (int r = 0; r < n; r++) envs.put(r, Map.of("MLX_RANK", String.valueOf(r), "MLX_HOSTFILE", hostfile.toString()));
+                for (int r = 0; r < n; r++) {
+                    Map<String, String> env = new HashMap<>(extraEnv);
+                    env.put("MLX_RANK", String.valueOf(r));
+                    env.put("MLX_HOSTFILE", hostfile.toString());
+                    envs.put(r, env);
+                }
             }
             List<Started> started = new ArrayList<>();
             try {

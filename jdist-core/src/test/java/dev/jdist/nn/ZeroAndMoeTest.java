@@ -19,13 +19,14 @@ import java.util.Random;
 import java.util.function.Function;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
 /**
  * The data-parallel examples built on the operations MLX lacks, checked against a single process: initial weights
  * broadcast from rank 0, a ZeRO-1 sharded optimizer step (sum_scatter, shard update, all_gather) that trains a linear
- * regression exactly as one process with the whole batch does, and a mixture-of-experts layer whose tokens travel to
- * their expert's rank and back with all_to_all_v. Over the in-JVM thread groups and over a real jdist ring (peer mesh).
+ * regression exactly as one process with the whole batch does, and a mixture-of-experts layer ({@link MixtureOfExperts})
+ * whose tokens travel to their expert's rank and back with all_to_all_v. Over the in-JVM thread groups and over a real jdist ring (peer mesh).
  */
 @Timeout(180)
 class ZeroAndMoeTest {
@@ -148,78 +149,77 @@ class ZeroAndMoeTest {
 
     // ------------------------------------------------------------------ mixture of experts with all_to_all_v
 
-    private static final int D = 4, TOKENS = 7;
+    private static final int D = 4, EXPERTS = 4;
 
-    /** Expert e (the same on every rank that builds it). */
-    private static Linear expert(int e) { return Linear.random(D, D, true, new Random(500 + e)); }
+    /** The same layer on every rank. */
+    private static MixtureOfExperts layer() { return MixtureOfExperts.random(D, 6, EXPERTS, new Random(500)); }
 
-    private static float[] tokens(int rank) {
+    /** Rank r's tokens: a different number on every rank, none on rank 1 (a rank that only serves its experts). */
+    private static Array tokens(int rank) {
+        int count = rank == 1 ? 0 : 3 + 4 * rank;
         Random rng = new Random(900 + rank);
-        float[] t = new float[TOKENS * D];
+        float[] t = new float[count * D];
         for (int i = 0; i < t.length; i++) t[i] = (float) rng.nextGaussian();
-        return t;
+        return Array.fromFloats(t, count, D);
     }
 
-    /** Top-1 routing by a fixed gate: the expert whose gate row has the largest dot product with the token. */
-    private static int route(float[] t, int row, int experts) {
-        int best = 0;
-        float bestScore = Float.NEGATIVE_INFINITY;
-        for (int e = 0; e < experts; e++) {
-            float s = 0;
-            for (int i = 0; i < D; i++) s += t[row * D + i] * (float) Math.sin(1 + e * D + i);
-            if (s > bestScore) {
-                bestScore = s;
-                best = e;
-            }
-        }
-        return best;
+    /** Expert-parallel output of rank r's tokens, and the single-process output of the same layer on them. */
+    private static float[][] moeLayer(Group g) {
+        MixtureOfExperts moe = layer();
+        Array x = tokens(g.rank());
+        return new float[][] {moe.forward(x, g).toFloatArray(), moe.forward(x).toFloatArray()};
     }
 
-    /**
-     * One MoE layer with one expert per rank: tokens sorted by expert, sent to the expert's rank (all_to_all_v, the
-     * receive sizes exchanged), transformed there, sent back with the sizes reversed, put back in token order.
-     */
-    private static float[] moeLayer(Group g) {
-        int n = g.size();
-        float[] t = tokens(g.rank());
-        int[] expertOf = new int[TOKENS];
-        int[] counts = new int[n];
-        for (int k = 0; k < TOKENS; k++) counts[expertOf[k] = route(t, k, n)]++;
-        Integer[] order = new Integer[TOKENS];
-        for (int k = 0; k < TOKENS; k++) order[k] = k;
-        Arrays.sort(order, (a, b) -> Integer.compare(expertOf[a], expertOf[b]));   // stable: token order within an expert
-        float[] sorted = new float[TOKENS * D];
-        for (int k = 0; k < TOKENS; k++) System.arraycopy(t, order[k] * D, sorted, k * D, D);
-
-        Array arrived = g.allToAllV(Array.fromFloats(sorted, TOKENS, D), counts);
-        int[] fromEach = g.allToAll(Array.fromInts(counts, n)).toIntArray();   // how many tokens each rank sent here
-        Array done = arrived.shape(0) == 0 ? arrived : expert(g.rank()).forward(arrived);
-        float[] back = g.allToAllV(done, fromEach, counts).toFloatArray();
-
-        float[] out = new float[TOKENS * D];
-        for (int k = 0; k < TOKENS; k++) System.arraycopy(back, k * D, out, order[k] * D, D);
-        return out;
-    }
-
-    private static void checkMoe(List<float[]> got, int n) {
+    private static void checkMoe(List<float[][]> got, int n) {
+        int[] routed = new int[EXPERTS];
         for (int r = 0; r < n; r++) {
-            float[] t = tokens(r);
-            for (int k = 0; k < TOKENS; k++) {
-                float[] want = expert(route(t, k, n)).forward(Array.fromFloats(Arrays.copyOfRange(t, k * D, k * D + D), 1, D)).toFloatArray();
-                for (int i = 0; i < D; i++) {
-                    assertThat(got.get(r)[k * D + i]).as("rank %d token %d", r, k).isCloseTo(want[i], within(1e-5f));
-                }
+            assertThat(got.get(r)[0]).as("rank %d", r).hasSize(got.get(r)[1].length);
+            for (int i = 0; i < got.get(r)[0].length; i++) {
+                assertThat(got.get(r)[0][i]).as("rank %d element %d", r, i).isCloseTo(got.get(r)[1][i], within(1e-6f));
             }
+            for (int e : layer().route(tokens(r)).expert()) routed[e]++;
         }
+        long used = Arrays.stream(routed).filter(c -> c > 0).count();
+        assertThat(used).as("tokens per expert %s: the check needs tokens to travel", Arrays.toString(routed)).isGreaterThan(1);
     }
 
     @Test
     void mixtureOfExpertsOnThreadGroupsMatchesOneProcess() {
-        for (int n : new int[] {2, 3, 5}) checkMoe(onThreads(n, ZeroAndMoeTest::moeLayer), n);
+        for (int n : new int[] {2, 4}) checkMoe(onThreads(n, ZeroAndMoeTest::moeLayer), n);
     }
 
     @Test
     void mixtureOfExpertsOverAJdistRingMatchesOneProcess() throws Exception {
         checkMoe(onJdistRing(4, ZeroAndMoeTest::moeLayer), 4);
+    }
+
+    @Test
+    void mixtureOfExpertsSaysWhenTheExpertsDoNotDivideAmongTheRanks() {
+        List<String> errors = onThreads(3, g -> {
+            try {
+                layer().forward(tokens(g.rank()), g);
+                return "no error";
+            } catch (IllegalArgumentException e) {
+                return e.getMessage();
+            }
+        });
+        assertThat(errors).allSatisfy(m -> assertThat(m).contains("4 experts do not divide among 3 ranks"));
+    }
+
+    @Test
+    void mixtureOfExpertsRoutesEachTokenToItsHighestScoringExpertWithItsSoftmaxWeight() {
+        Linear gate = new Linear(Array.fromFloats(new float[] {1, 0, 0, 1}, 2, 2), null);
+        Linear identity = new Linear(Array.fromFloats(new float[] {1, 0, 0, 1}, 2, 2), null);
+        MixtureOfExperts moe = new MixtureOfExperts(gate, List.of(new MixtureOfExperts.Expert(identity, identity),
+                new MixtureOfExperts.Expert(identity, new Linear(Array.fromFloats(new float[] {2, 0, 0, 2}, 2, 2), null))));
+        Array x = Array.fromFloats(new float[] {3, 1, 1, 2}, 2, 2);
+        MixtureOfExperts.Routing routing = moe.route(x);
+        assertThat(routing.expert()).containsExactly(0, 1);
+        float p0 = (float) (1 / (1 + Math.exp(-2))), p1 = (float) (1 / (1 + Math.exp(-1)));
+        assertThat(routing.weight()[0]).isCloseTo(p0, within(1e-6f));
+        assertThat(routing.weight()[1]).isCloseTo(p1, within(1e-6f));
+        assertThat(moe.forward(x).toFloatArray()).containsExactly(new float[] {3 * p0, 1 * p0, 2 * p1, 4 * p1}, within(1e-6f));
+        assertThatThrownBy(() -> new MixtureOfExperts(gate, List.of(new MixtureOfExperts.Expert(identity, identity))))
+                .hasMessageContaining("the gate scores 2 experts but 1 are given");
     }
 }
