@@ -5,7 +5,8 @@
     report.py report OUT_DIR          # OUT_DIR/report.md, OUT_DIR/summary.csv, OUT_DIR/cluster-n<N>.png
 
 Reads the raw outputs run.sh writes: calibration/n<N>-<rate>-pair<i>.json (iperf3 -J), calibration/rtt.csv,
-n<N>/{jdist,mpi,gloo}-*.csv (jdist bench --csv's columns), n<N>/rate (the tc rate), phases.csv, meta.txt.
+n<N>/{jdist,ring,mpi,gloo}-*.csv (jdist bench --csv's columns; N is the host count, the rows' ranks column N × the ranks
+per host), n<N>/rate (the tc rate), phases.csv, meta.txt.
 """
 import argparse
 import csv
@@ -18,8 +19,8 @@ import statistics
 # tbf counts each TCP segment as MSS 1448 + 66 bytes of headers (Ethernet 14, IPv4 20, TCP with timestamps 32):
 # the most TCP payload a shaped link can carry.
 TCP_PAYLOAD_SHARE = 1448 / 1514
-IMPL_LABEL = {"jdist": "jdist", "mpi": "Open MPI", "gloo": "Gloo"}
-IMPL_ORDER = ["jdist", "mpi", "gloo"]
+IMPL_LABEL = {"jdist": "jdist", "ring": "jdist (flat ring)", "mpi": "Open MPI", "gloo": "Gloo"}
+IMPL_ORDER = ["jdist", "ring", "mpi", "gloo"]
 
 
 def rate_bps(rate):
@@ -109,10 +110,12 @@ def load_results(out):
         impl = os.path.basename(path).split("-")[0]
         if impl not in IMPL_LABEL:
             continue
+        hosts = int(os.path.basename(os.path.dirname(path))[1:])
         with open(path) as f:
             for r in csv.DictReader(line for line in f if line.strip()):
                 try:
-                    row = {"impl": impl, "op": r["op"], "mode": r["mode"], "n": int(r["ranks"]), "bytes": int(r["size_bytes"]),
+                    row = {"impl": impl, "op": r["op"], "mode": r["mode"], "n": hosts, "ranks": int(r["ranks"]),
+                           "bytes": int(r["size_bytes"]),
                            "median_us": float(r["median_us"]), "p99_us": float(r["p99_us"]), "busbw": float(r["busbw_GBps"]),
                            "wrong": int(r["wrong"])}
                 except (KeyError, ValueError, TypeError):
@@ -198,11 +201,16 @@ def headline(rows, links):
     return "\n".join(lines)
 
 
+def ranks_per_host(rows, n):
+    """The ranks per host of the rows of n hosts (run.sh --ranks-per-host)."""
+    return max(r["ranks"] for r in rows if r["n"] == n) // n
+
+
 def plot(rows, n, link_gbs, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    colors = {"jdist": "#1f77b4", "mpi": "#d62728", "gloo": "#2ca02c"}
+    colors = {"jdist": "#1f77b4", "ring": "#9467bd", "mpi": "#d62728", "gloo": "#2ca02c"}
     styles = {"all_sum": "-", "all_gather": "--"}
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
     for impl in IMPL_ORDER:
@@ -230,7 +238,9 @@ def plot(rows, n, link_gbs, path):
     axes[1].set_yscale("log")
     axes[2].set_ylim(0, 1.1)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"simulated cluster: {n} hosts (namespaces), link {rate_label(link_gbs * 8e9)} each way (tc tbf), one rank per host")
+    per_host = ranks_per_host(rows, n)
+    fig.suptitle(f"simulated cluster: {n} hosts (namespaces), link {rate_label(link_gbs * 8e9)} each way (tc tbf), "
+                 + ("one rank per host" if per_host == 1 else f"{per_host} ranks per host"))
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -240,7 +250,7 @@ def report(out):
     rows = load_results(out)
     links = link_rates(out, sorted({r["n"] for r in rows}))
     with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["impl", "op", "mode", "n", "bytes", "median_us", "p99_us", "busbw", "wrong"])
+        w = csv.DictWriter(f, fieldnames=["impl", "op", "mode", "n", "ranks", "bytes", "median_us", "p99_us", "busbw", "wrong"])
         w.writeheader()
         w.writerows(rows)
     md = ["# Simulated cluster: report", ""]
@@ -263,7 +273,9 @@ def report(out):
         link_gbs = links[n][1] / 1e9
         png = f"cluster-n{n}.png"
         plot(rows, n, link_gbs, os.path.join(out, png))
-        md += [f"### {n} hosts, link {rate_label(link_gbs * 8e9)} ({link_gbs:.3f} GB/s)", "", f"![{n} hosts]({png})", ""]
+        per_host = ranks_per_host(rows, n)
+        md += [f"### {n} hosts" + ("" if per_host == 1 else f" × {per_host} ranks") + f", link {rate_label(link_gbs * 8e9)} "
+               f"({link_gbs:.3f} GB/s)", "", f"![{n} hosts]({png})", ""]
         for op in ("all_sum", "all_gather"):
             if any(r["n"] == n and r["op"] == op for r in rows):
                 md += [f"{op}:", "", table(rows, n, op, link_gbs), ""]

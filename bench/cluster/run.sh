@@ -2,7 +2,8 @@
 # The simulated cluster: N "hosts" as network namespaces, each with a real sshd, joined by a private bridge,
 # every host's link shaped both ways with tc tbf. In it, one sitting: a calibration (iperf3 in every namespace
 # at once), then jdist bench (started by jdist launch over ssh), Open MPI's MPI_Allreduce/MPI_Allgather (mpirun
-# over the same ssh hosts) and Gloo (PyTorch's gloo backend), one rank per namespace, then a report with plots.
+# over the same ssh hosts) and Gloo (PyTorch's gloo backend), one rank per namespace (or --ranks-per-host), then a
+# report with plots.
 # docs/benchmarks.md, "Simulated cluster", explains what it does and why; `--help` lists the options.
 # Needs root (namespaces, tc); installs its Debian packages when missing.
 set -euo pipefail
@@ -20,7 +21,10 @@ usage: bench/cluster/run.sh [options]
                        count (4:1gbit,8:1gbit,16:500mbit), or auto: for each host count the highest calibrated rate
                        that the calibration found link-bound
   --calibrate RATES    rates iperf3 calibrates, "none" = unshaped (default none,2gbit,1gbit,500mbit,200mbit; --quick: the --rate)
-  --impls LIST         what to measure: jdist,mpi,gloo (default all three)
+  --impls LIST         what to measure: jdist,mpi,gloo (default all three), and ring: jdist with JDIST_ALGO=ring (the
+                       flat ring, beside jdist's own choice: the hierarchy when --ranks-per-host is above 1)
+  --ranks-per-host R   ranks on every host (default 1); above 1 jdist chooses its hierarchy (hosts are told apart by
+                       JDIST_HOST_ID, which each namespace's sshd sets)
   --ops LIST           all_sum,all_gather (default both)
   --max-size SIZE      largest message of the bandwidth sweep, in bytes or with KiB/MiB (default 64MiB; --quick 16MiB)
   --quick              smoke run: 4 hosts, short sweeps, few iterations (a few minutes)
@@ -34,7 +38,7 @@ EOF
 
 ARGS=("$@")   # for the report: the options as given
 HOSTS_LIST=4,8,16 RATE=1gbit CAL_RATES=none,2gbit,1gbit,500mbit,200mbit IMPLS=jdist,mpi,gloo OPS=all_sum,all_gather
-MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 GSO=65536
+MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 GSO=65536 RPH=1
 HOSTS_SET=0 CAL_SET=0 MAX_SET=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -42,6 +46,7 @@ while [ $# -gt 0 ]; do
     --rate) RATE=$2; shift ;;
     --calibrate) CAL_RATES=$2; CAL_SET=1; shift ;;
     --impls) IMPLS=$2; shift ;;
+    --ranks-per-host) RPH=$2; shift ;;
     --ops) OPS=$2; shift ;;
     --max-size) MAX_SIZE=$2; MAX_SET=1; shift ;;
     --quick) QUICK=1 ;;
@@ -105,7 +110,8 @@ else
   for n in "${HOSTS[@]}"; do RATE_OF[$n]=$RATE; done
 fi
 for r in "${CAL[@]}"; do [ "$r" = none ] || rate_bps "$r" >/dev/null; done
-for i in "${IMPL[@]}"; do [[ $i =~ ^(jdist|mpi|gloo)$ ]] || die "--impls: unknown '$i' (jdist, mpi, gloo)"; done
+for i in "${IMPL[@]}"; do [[ $i =~ ^(jdist|ring|mpi|gloo)$ ]] || die "--impls: unknown '$i' (jdist, ring, mpi, gloo)"; done
+[[ $RPH =~ ^[1-9][0-9]*$ ]] && [ "$RPH" -le 16 ] || die "--ranks-per-host: a number 1..16, got '$RPH'"
 for o in "${OP[@]}"; do [[ $o =~ ^(all_sum|all_gather)$ ]] || die "--ops: unknown '$o' (all_sum, all_gather)"; done
 [[ $BURST =~ ^[0-9]+$ && $GSO =~ ^[0-9]+$ ]] || die "--burst and --gso take a number of bytes"
 
@@ -239,7 +245,7 @@ unshape_all() {
   [[ ,$IMPLS, == *,gloo,* ]] && echo "PyTorch (gloo): $("$PY" -c 'import torch, torch.distributed as d; print(torch.__version__, "gloo available:", d.is_gloo_available())' 2>&1 | tail -1)"
   echo "iperf3: $(iperf3 --version | head -1)"
   echo "link: tc tbf burst $BURST latency 10ms on both ends of every host's veth, rate --rate $RATE; gso_max_size $GSO; MTU 1500; no added delay"
-  echo "hosts: ${HOSTS[*]}; impls: ${IMPL[*]}; ops: ${OP[*]}; sweeps (MIN:MAX:FACTOR:WARMUP:ITERS): ${SWEEPS[*]}"
+  echo "hosts: ${HOSTS[*]}; ranks per host: $RPH; impls: ${IMPL[*]}; ops: ${OP[*]}; sweeps (MIN:MAX:FACTOR:WARMUP:ITERS): ${SWEEPS[*]}"
   echo "command: bench/cluster/run.sh ${ARGS[*]}"
 } >"$OUT/meta.txt"
 cat "$OUT/meta.txt" >&2
@@ -310,24 +316,30 @@ bench_n() { # n
   shape_all "${RATE_OF[$n]}"
   {
     printf '['
+    local k sep=""
     for ((i = 0; i < n; i++)); do
-      printf '%s{"ssh": "%s", "ips": ["%s"]}' "$([ "$i" -gt 0 ] && echo ', ')" "${CLUSTER_ALIASES[$i]}" "${CLUSTER_ADDRESSES[$i]}"
+      for ((k = 0; k < RPH; k++)); do   # a host's ranks next to each other, as jdist launch and mpirun --map-by slot place them
+        printf '%s{"ssh": "%s", "ips": ["%s"]}' "$sep" "${CLUSTER_ALIASES[$i]}" "${CLUSTER_ADDRESSES[$i]}"
+        sep=', '
+      done
     done
     printf ']\n'
   } >"$d/hosts.json"
-  for ((i = 0; i < n; i++)); do echo "${CLUSTER_ADDRESSES[$i]} slots=1"; done >"$d/mpi-hosts"
+  for ((i = 0; i < n; i++)); do echo "${CLUSTER_ADDRESSES[$i]} slots=$RPH"; done >"$d/mpi-hosts"
 
   for impl in "${IMPL[@]}"; do
     for s in 0 1; do
       spec=${SWEEPS[$s]} name=${SWEEP_NAMES[$s]}
       IFS=: read -r min max f w it <<<"$spec"
       case $impl in
-        jdist)
-          log "$n hosts: jdist bench, $name sweep"
+        jdist|ring)
+          log "$n hosts: jdist bench$([ "$impl" = ring ] && echo " (JDIST_ALGO=ring)"), $name sweep"
           phase_start; rc=0
-          bounded "$LIMIT" "$ROOT/bin/jdist" bench --hostfile "$d/hosts.json" --op "$OPS" --sizes "$min:$max" -f "$f" \
-            -w "$w" -i "$it" --csv >"$d/jdist-$name.csv" 2>"$d/jdist-$name.log" || rc=$?
-          phase_end "$n" "jdist-$name" "$rc"
+          local algo=()
+          [ "$impl" = ring ] && algo=(--env JDIST_ALGO=ring)
+          bounded "$LIMIT" "$ROOT/bin/jdist" bench --hostfile "$d/hosts.json" "${algo[@]}" --op "$OPS" --sizes "$min:$max" -f "$f" \
+            -w "$w" -i "$it" --csv >"$d/$impl-$name.csv" 2>"$d/$impl-$name.log" || rc=$?
+          phase_end "$n" "$impl-$name" "$rc"
           ;;
         mpi)
           for o in "${OP[@]}"; do
@@ -337,7 +349,7 @@ bench_n() { # n
               # --bind-to none and mpi_yield_when_idle: ranks that busy-poll on 2 shared cores starve each other otherwise;
               # btl tcp,self: never shared memory (the namespaces share /dev/shm); tree spawn off: only the launcher has
               # the ssh config; orte_startup_timeout: a daemon that never reports back fails the run instead of hanging it
-              bounded "$LIMIT" "$MPIRUN" --allow-run-as-root --hostfile "$d/mpi-hosts" -np "$n" --map-by node --bind-to none \
+              bounded "$LIMIT" "$MPIRUN" --allow-run-as-root --hostfile "$d/mpi-hosts" -np $((n * RPH)) --map-by slot --bind-to none \
                 --mca plm_rsh_agent ssh --mca plm_rsh_no_tree_spawn 1 --mca orte_startup_timeout 60 --mca btl tcp,self \
                 --mca btl_tcp_if_include "$CLUSTER_SUBNET" --mca oob_tcp_if_include "$CLUSTER_SUBNET" \
                 --mca mpi_yield_when_idle 1 \
@@ -353,7 +365,7 @@ bench_n() { # n
           log "$n hosts: Gloo, $name sweep"
           phase_start; rc=0
           bounded "$LIMIT" "$ROOT/bin/jdist" launch --hostfile "$d/hosts.json" --env GLOO_SOCKET_IFNAME=eth0 \
-            --env "GLOO_BENCH_MASTER=${CLUSTER_ADDRESSES[0]}:29500" --env "GLOO_BENCH_WORLD_SIZE=$n" \
+            --env "GLOO_BENCH_MASTER=${CLUSTER_ADDRESSES[0]}:29500" --env "GLOO_BENCH_WORLD_SIZE=$((n * RPH))" \
             -- "$PY" "$ROOT/bench/cluster/gloo_bench.py" --ops "$OPS" --sweep "$spec" \
             >"$d/gloo-$name.csv.raw" 2>"$d/gloo-$name.log" || rc=$?
           tr -d '\r' <"$d/gloo-$name.csv.raw" | grep -E '^(op,|all_)' >"$d/gloo-$name.csv" || true
