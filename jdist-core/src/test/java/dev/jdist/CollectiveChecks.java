@@ -52,6 +52,23 @@ public final class CollectiveChecks {
         return c.errors;
     }
 
+    /** What the split check uses: four dtypes of different widths, small sizes only. */
+    public static final Options SPLIT = new Options(List.of(DType.FLOAT32, DType.BFLOAT16, DType.INT8, DType.BOOL), List.of(), 0, true);
+
+    /**
+     * Runs every check on {@code world} with {@code worldOptions}, then on its split by parity with the key reversing the
+     * ranks (members of a sub-group in descending world rank), with {@link #SPLIT}; every line says which group.
+     */
+    public static List<String> runOnWorldAndSplit(Group world, Options worldOptions) {
+        List<String> wrong = new ArrayList<>();
+        run(world, worldOptions).forEach(w -> wrong.add("world: " + w));
+        int r = world.rank(), n = world.size();
+        try (Group half = world.split(r % 2, n - r)) {
+            run(half, SPLIT).forEach(w -> wrong.add("split: " + w));
+        }
+        return wrong;
+    }
+
     /** A {@link Group} over {@code impl} whose members are known to be jdist (as with a job token): for in-process tests. */
     public static Group jdistGroup(GroupImpl impl) {
         return new Group(impl, OperationTrace.WORLD, JdistOperationsTest.table(impl.size()), null);

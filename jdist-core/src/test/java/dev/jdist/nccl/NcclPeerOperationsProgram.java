@@ -25,14 +25,8 @@ public final class NcclPeerOperationsProgram {
             r = world.rank();
             n = world.size();
             // bytes move as ncclUint8 whatever the dtype: every dtype, float32 also large (several grouped messages)
-            List<String> wrong = CollectiveChecks.run(world, new CollectiveChecks.Options(List.of(DType.values()),
-                    List.of(DType.FLOAT32), 200_000, true));
-            wrong.forEach(w -> bad.append("world: ").append(w).append('\n'));
-            try (Group half = world.split(r % 2, n - r)) {
-                List<String> sub = CollectiveChecks.run(half, new CollectiveChecks.Options(
-                        List.of(DType.FLOAT32, DType.BFLOAT16, DType.INT8, DType.BOOL), List.of(), 0, true));
-                sub.forEach(w -> bad.append("split: ").append(w).append('\n'));
-            }
+            CollectiveChecks.runOnWorldAndSplit(world, new CollectiveChecks.Options(List.of(DType.values()),
+                    List.of(DType.FLOAT32), 200_000, true)).forEach(w -> bad.append(w).append('\n'));
         } catch (RuntimeException e) {
             e.printStackTrace();
             bad.append("exception: ").append(e).append('\n');

@@ -1,11 +1,9 @@
 package dev.jdist.ring;
 
 import dev.jdist.CollectiveChecks;
-import dev.jdist.DType;
 import dev.jdist.Distributed;
 import dev.jdist.Group;
 
-import java.util.List;
 
 /**
  * One rank of a multi-process check of the operations MLX lacks on the ring (docs/reference/collectives.md §13), started by
@@ -23,13 +21,7 @@ public final class PeerOperationsProgram {
         StringBuilder bad = new StringBuilder();
         try {
             if (g.peerMesh().isEmpty()) bad.append("a job-token group formed no mesh\n");
-            List<String> wrong = CollectiveChecks.run(world, CollectiveChecks.Options.full(1 << 20));
-            wrong.forEach(w -> bad.append("world: ").append(w).append('\n'));
-            try (Group half = world.split(r % 2, n - r)) {
-                List<String> sub = CollectiveChecks.run(half, new CollectiveChecks.Options(
-                        List.of(DType.FLOAT32, DType.BFLOAT16, DType.INT8, DType.BOOL), List.of(), 0, true));
-                sub.forEach(w -> bad.append("split: ").append(w).append('\n'));
-            }
+            CollectiveChecks.runOnWorldAndSplit(world, CollectiveChecks.Options.full(1 << 20)).forEach(w -> bad.append(w).append('\n'));
         } catch (RuntimeException e) {
             e.printStackTrace();
             bad.append("exception: ").append(e).append('\n');
