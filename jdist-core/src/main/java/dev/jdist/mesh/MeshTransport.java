@@ -50,6 +50,8 @@ public final class MeshTransport {
     private static final long SHM_MAX_SLEEP_MILLIS = 100;
     /** Shared memory: idle passes between reads of the connections (doorbells, end of a peer) while polling. */
     private static final int SHM_PROBE_EVERY = 8;
+    /** Shared memory: how long an idle thread spins on the links ({@link Thread#onSpinWait}) before it starts yielding. */
+    private static final long SHM_SPIN_NANOS = 2_000;
 
     private final PeerMesh mesh;
     private final int rank;
@@ -163,6 +165,7 @@ public final class MeshTransport {
         long lastProgress = System.nanoTime();
         long spinUntil = lastProgress + spinNanos;
         int idle = 0;
+        long idleSince = 0;
         while (true) {
             boolean progress = false;
             boolean done = true;
@@ -183,7 +186,13 @@ public final class MeshTransport {
             if (shm) {
                 // a peer seen gone in an earlier pass has had the bytes it published before it went used by now
                 for (int i = 0, n = active.size(); i < n; i++) active.get(i).checkGone(opName);
+                if (idle == 0) idleSince = now;
                 if (++idle % SHM_PROBE_EVERY == 0) for (int i = 0, n = active.size(); i < n; i++) active.get(i).probe();
+                if (now - idleSince < SHM_SPIN_NANOS) {
+                    // the peer's bytes land in memory this thread reads: a few polls without a system call come first
+                    Thread.onSpinWait();
+                    continue;
+                }
             }
             if (now - spinUntil < 0) {
                 // the answer to a small message usually comes within microseconds, sooner than a selector wake-up
