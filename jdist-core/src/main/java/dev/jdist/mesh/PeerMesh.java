@@ -105,6 +105,8 @@ public final class PeerMesh implements AutoCloseable {
     public record Settings(int rank, Duration timeout, String jobToken, long spinMicros, boolean verbose, String who,
                            Function<String, Proofs> proofs, long shmLinkBytes) {}
 
+    /** How the shared-memory files of mesh pairs are named in {@code /dev/shm}: this, the creator's pid, '-', random. */
+    public static final String SHARED_MEMORY_FILE_PREFIX = MeshShm.FILE_PREFIX;
     /** Bytes of one member's record in the exchange: IPv4, port, host id, settings digest (little-endian). */
     public static final int RECORD_BYTES = 24;
     /** The handshake's channel number ({@code "MESH"}): apart from the ring's connection indices and the store's. */

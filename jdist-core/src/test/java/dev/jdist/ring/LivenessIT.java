@@ -75,6 +75,7 @@ class LivenessIT {
                 assertThat(code).as("rank %d: 3 PeerLost or 8 PeerUnresponsive; output:%n%s", r, out).isIn(3, 8);
                 assertThat(out).as("rank %d names the killed rank", r).contains("peer=2 ").contains("rank=" + r + " ").contains("rank 2 ");
             }
+            assertThat(ShmMultiProcessIT.leftovers(ranks)).as("no file left in /dev/shm").isEmpty();
         }
     }
 

@@ -46,6 +46,7 @@ class PeerOperationsMultiProcessIT {
                 assertThat(Integer.parseInt(m.group(1))).as(ok).isPositive();
                 assertThat(m.group(2)).as(ok).isEqualTo(transport.equals("shm") ? m.group(1) : "0");
             }
+            assertThat(ShmMultiProcessIT.leftovers(ranks)).as("no file left in /dev/shm").isEmpty();
         }
     }
 }
