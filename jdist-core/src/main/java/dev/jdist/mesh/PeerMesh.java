@@ -143,6 +143,8 @@ public final class PeerMesh implements AutoCloseable {
     private final List<String> dropped = new ArrayList<>();
     /** The mappings of the pairs that run over shared memory; unmapped by {@link #close()}. */
     private final Arena shared = Arena.ofShared();
+    /** Shared-memory files this member created and offered, until deleted (at the answer, or when the mesh ends). */
+    private final List<Path> offered = new ArrayList<>();
     /** The link capacity of a pair this member creates; 0 when every pair talks TCP. */
     private final long shmCapacity;
     private volatile DistributedException broken;
@@ -480,7 +482,19 @@ public final class PeerMesh implements AutoCloseable {
         closeSockets();
     }
 
+    /** Deletes a pair's shared-memory file this member created. */
+    private void unlink(Path p) {
+        ShmFiles.deleteQuietly(p);
+        synchronized (offered) {
+            offered.remove(p);
+        }
+    }
+
     private void closeSockets() {
+        synchronized (offered) {   // offers never answered (the peer hung or failed mid-handshake): nothing stays behind
+            for (Path p : offered) ShmFiles.deleteQuietly(p);
+            offered.clear();
+        }
         closeQuietly(listener);
         for (PeerConnection c : connections) if (c != null) closeQuietly(c.channel());
         for (Outgoing o : outgoing) if (o != null) closeQuietly(o.channel);
@@ -790,6 +804,9 @@ public final class PeerMesh implements AutoCloseable {
                         String why = null;
                         try {
                             created = MeshShm.create(shmCapacity, rank, peer, meshTag(), shared);
+                            synchronized (offered) {
+                                offered.add(created.path());
+                            }
                         } catch (IOException | RuntimeException e) {
                             why = "cannot create a " + MeshShm.fileBytes(shmCapacity) + "-byte file in " + ShmFiles.directory()
                                     + ": " + e.getMessage();
@@ -801,7 +818,7 @@ public final class PeerMesh implements AutoCloseable {
                     }
                 } else {   // stage 2: the answer to the offer
                     if (created != null) {
-                        ShmFiles.deleteQuietly(created.path());
+                        unlink(created.path());
                         if (got[0] == 1) links = MeshShm.links(created.map(), created.capacity(), true);
                         created = null;
                     }
@@ -830,7 +847,7 @@ public final class PeerMesh implements AutoCloseable {
 
         private boolean fail(String why) {
             finished = true;
-            if (created != null) ShmFiles.deleteQuietly(created.path());
+            if (created != null) unlink(created.path());
             String from;
             try {
                 from = String.valueOf(channel.getRemoteAddress());
