@@ -10,6 +10,7 @@ import dev.jdist.mesh.MeshSchedule.Combine;
 import dev.jdist.mesh.MeshSchedule.Message;
 import dev.jdist.mesh.MeshSchedule.Step;
 import dev.jdist.reduce.Reducer;
+import dev.jdist.shm.ShmLink;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -26,6 +27,15 @@ import java.util.List;
  * {@code JDIST_RING_SPIN_US} (yielding the CPU) and then sleeps in the mesh's selector. A step's combines run once all
  * its messages are through (docs/reference/collectives.md §10.3).
  *
+ * <p>Shared memory (docs/reference/collectives.md §10.2): for a pair whose connection runs through two {@link ShmLink}s
+ * ({@link PeerConnection#sharedMemory()}), a lane copies its bytes into and out of the links instead of the socket, in
+ * bursts of {@value #SHM_BURST} bytes, with the same loop, deadline and messages. Before it sleeps the thread raises
+ * the sleeping flag of every link it waits on and checks them once more; the peer, after publishing on such a link,
+ * sees the flag and writes one doorbell byte on the connection, which wakes the selector (the {@link ShmLink} protocol,
+ * as the ring's shared-memory transport uses it: no wake-up is lost). The socket carries nothing else: an end of it,
+ * seen while the thread waits, means the peer is gone, and once the bytes the peer published before it went are used
+ * the operation fails with {@link PeerLostException} naming it.
+ *
  * <p>Failures (docs/reference/collectives.md §10.2): a connection that ends or fails, or no byte of progress for {@code JDIST_TIMEOUT} while bytes
  * are still expected, fails the operation with {@link PeerLostException} or {@link DeadlineExceededException} naming this
  * rank, the peer and its address, and breaks the mesh ({@link PeerMesh#breakWith}). The caller breaks the rest of its
@@ -34,11 +44,21 @@ import java.util.List;
 public final class MeshTransport {
     /** Bytes per socket call and per ByteBuffer view (ByteBuffers are int-indexed). */
     private static final long WINDOW = 1L << 30;
+    /** Shared memory: bytes a lane moves per visit in each direction, so that every peer and direction keeps moving. */
+    private static final long SHM_BURST = 64L << 10;
+    /** Shared memory: the longest sleep between looks at the links (a backstop; the doorbells lose no wake-up). */
+    private static final long SHM_MAX_SLEEP_MILLIS = 100;
+    /** Shared memory: idle passes between reads of the connections (doorbells, end of a peer) while polling. */
+    private static final int SHM_PROBE_EVERY = 8;
+    /** Shared memory: how long an idle thread spins on the links ({@link Thread#onSpinWait}) before it starts yielding. */
+    private static final long SHM_SPIN_NANOS = 2_000;
 
     private final PeerMesh mesh;
     private final int rank;
     private final Lane[] lanes;
     private final List<Lane> active = new ArrayList<>();
+    private final ByteBuffer bell = ByteBuffer.allocateDirect(1);
+    private final ByteBuffer drain = ByteBuffer.allocateDirect(256);
     /** The peers of the last schedule run (callers reuse schedules of repeated calls: no set built per call). */
     private MeshSchedule lastSchedule;
     private int[] lastPeers;
@@ -135,11 +155,17 @@ public final class MeshTransport {
             }
             (m.send() ? l.sends : l.recvs).add(m);
         }
-        for (Lane l : active) l.begin(work, scratch, input);
+        boolean shm = false;
+        for (Lane l : active) {
+            l.begin(work, scratch, input);
+            shm |= l.out != null;
+        }
         long spinNanos = mesh.spinNanos();
         long timeoutNanos = mesh.timeoutNanos();
         long lastProgress = System.nanoTime();
         long spinUntil = lastProgress + spinNanos;
+        int idle = 0;
+        long idleSince = 0;
         while (true) {
             boolean progress = false;
             boolean done = true;
@@ -154,7 +180,19 @@ public final class MeshTransport {
             if (progress) {
                 lastProgress = now;
                 spinUntil = now + spinNanos;
+                idle = 0;
                 continue;
+            }
+            if (shm) {
+                // a peer seen gone in an earlier pass has had the bytes it published before it went used by now
+                for (int i = 0, n = active.size(); i < n; i++) active.get(i).checkGone(opName);
+                if (idle == 0) idleSince = now;
+                if (++idle % SHM_PROBE_EVERY == 0) for (int i = 0, n = active.size(); i < n; i++) active.get(i).probe();
+                if (now - idleSince < SHM_SPIN_NANOS) {
+                    // the peer's bytes land in memory this thread reads: a few polls without a system call come first
+                    Thread.onSpinWait();
+                    continue;
+                }
             }
             if (now - spinUntil < 0) {
                 // the answer to a small message usually comes within microseconds, sooner than a selector wake-up
@@ -169,7 +207,17 @@ public final class MeshTransport {
                         + "the members' byte streams are now out of step, so the group is closed");
             }
             mesh.checkAborted();
-            mesh.await((wait + 999_999) / 1_000_000, opName);
+            if (!shm) {
+                mesh.await((wait + 999_999) / 1_000_000, opName);
+                continue;
+            }
+            boolean ready = false;
+            for (Lane l : active) ready |= l.arm();
+            if (!ready) mesh.await(Math.min(SHM_MAX_SLEEP_MILLIS, (wait + 999_999) / 1_000_000), opName);
+            for (Lane l : active) {
+                l.disarm();
+                l.probe();
+            }
         }
     }
 
@@ -218,6 +266,13 @@ public final class MeshTransport {
         boolean sendBlocked;
         boolean wantsRead;
         int interest;
+        /** Shared memory: this member's links to the peer (null over TCP), their sleeping flags, what ended the peer. */
+        ShmLink out;
+        ShmLink in;
+        boolean outArmed;
+        boolean inArmed;
+        String goneWhy;
+        Throwable goneCause;
 
         Lane(int peer) { this.peer = peer; }
 
@@ -229,6 +284,10 @@ public final class MeshTransport {
             sendPos = recvPos = 0;
             sendView = recvView = null;
             sendBlocked = wantsRead = false;
+            out = connection.out();
+            in = connection.in();
+            goneWhy = null;
+            goneCause = null;
         }
 
         void reset() {
@@ -248,6 +307,7 @@ public final class MeshTransport {
         }
 
         boolean pumpSend(String opName) {
+            if (out != null) return pumpSendShm();
             sendBlocked = false;
             boolean progress = false;
             while (sendIdx < sends.size()) {
@@ -275,6 +335,7 @@ public final class MeshTransport {
         }
 
         boolean pumpRecv(String opName) {
+            if (in != null) return pumpRecvShm();
             wantsRead = false;
             boolean progress = false;
             while (recvIdx < recvs.size()) {
@@ -315,10 +376,134 @@ public final class MeshTransport {
         }
 
         void updateInterest() {
-            int want = (sendBlocked ? SelectionKey.OP_WRITE : 0) | (wantsRead ? SelectionKey.OP_READ : 0);
+            // over shared memory the socket only ever brings doorbells and the peer's end
+            int want = out != null ? (done() ? 0 : SelectionKey.OP_READ)
+                    : (sendBlocked ? SelectionKey.OP_WRITE : 0) | (wantsRead ? SelectionKey.OP_READ : 0);
             if (want != interest) {
                 connection.key().interestOps(want);
                 interest = want;
+            }
+        }
+
+        // -------------------------------------------------------------- over shared memory
+
+        private boolean pumpSendShm() {
+            sendBlocked = false;
+            long budget = SHM_BURST;
+            boolean progress = false;
+            while (sendIdx < sends.size()) {
+                Message m = sends.get(sendIdx);
+                long want = Math.min(budget, m.length() - sendPos);
+                long n = Math.min(want, out.writable(want));
+                if (n <= 0) {
+                    sendBlocked = true;
+                    return progress;
+                }
+                out.write(buffer(m.buffer(), work, scratch, input), m.offset() + sendPos, n);
+                if (out.claimSleepingConsumer()) ring();
+                progress = true;
+                sendPos += n;
+                if (sendPos == m.length()) {
+                    sendIdx++;
+                    sendPos = 0;
+                }
+                budget -= n;
+                if (budget <= 0) return true;
+            }
+            return progress;
+        }
+
+        private boolean pumpRecvShm() {
+            long budget = SHM_BURST;
+            boolean progress = false;
+            while (recvIdx < recvs.size()) {
+                Message m = recvs.get(recvIdx);
+                long want = Math.min(budget, m.length() - recvPos);
+                long n = Math.min(want, in.readable(want));
+                if (n <= 0) return progress;
+                in.read(buffer(m.buffer(), work, scratch, input), m.offset() + recvPos, n);
+                if (in.claimSleepingProducer()) ring();
+                progress = true;
+                recvPos += n;
+                if (recvPos == m.length()) {
+                    recvIdx++;
+                    recvPos = 0;
+                }
+                budget -= n;
+                if (budget <= 0) return true;
+            }
+            return progress;
+        }
+
+        /** Wakes the peer, asleep on one of this pair's links: one doorbell byte on the connection. */
+        private void ring() {
+            if (goneWhy != null) return;
+            bell.clear();
+            try {
+                connection.channel().write(bell);   // 0: the peer's socket buffer is full of doorbells already, it is awake
+            } catch (IOException e) {
+                gone(String.valueOf(e.getMessage()), e);
+            }
+        }
+
+        /** Reads what the connection brings (doorbells, forgotten; or the peer's end, remembered). */
+        void probe() {
+            if (out == null || goneWhy != null) return;
+            try {
+                while (true) {
+                    drain.clear();
+                    int n = connection.channel().read(drain);
+                    if (n == 0) return;
+                    if (n < 0) {
+                        gone("the peer closed the connection (EOF)", null);
+                        return;
+                    }
+                }
+            } catch (IOException e) {
+                gone(String.valueOf(e.getMessage()), e);
+            }
+        }
+
+        private void gone(String why, Throwable cause) {
+            goneWhy = why;
+            goneCause = cause;
+            mesh.log("connection to " + connection.describe() + ": " + why);
+        }
+
+        /** Fails the operation when the peer is gone and this lane still needs it (called after a pass that moved nothing). */
+        void checkGone(String opName) {
+            if (goneWhy == null || done()) return;
+            throw lost(opName, connection, recvIdx < recvs.size() ? "receiving" : "sending", goneWhy, goneCause);
+        }
+
+        /**
+         * Before sleeping: raises the sleeping flag of each link this lane waits on and looks at them once more; true when
+         * one of them can move now (or the peer is gone), so the thread must not sleep.
+         */
+        boolean arm() {
+            if (out == null || done()) return false;
+            boolean ready = goneWhy != null;
+            if (recvIdx < recvs.size()) {
+                in.consumerSleeps(true);
+                inArmed = true;
+                ready |= in.readable(1) > 0;
+            }
+            if (sendIdx < sends.size() && sendBlocked) {
+                out.producerSleeps(true);
+                outArmed = true;
+                ready |= out.writable(1) > 0;
+            }
+            return ready;
+        }
+
+        void disarm() {
+            if (inArmed) {
+                in.consumerSleeps(false);
+                inArmed = false;
+            }
+            if (outArmed) {
+                out.producerSleeps(false);
+                outArmed = false;
             }
         }
     }

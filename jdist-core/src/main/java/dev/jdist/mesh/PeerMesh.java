@@ -5,12 +5,14 @@ import dev.jdist.ConnectFailedException;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
+import dev.jdist.shm.ShmFiles;
 import dev.jdist.spi.JdistTimeout;
 import dev.jdist.spi.Liveness;
 import dev.jdist.spi.WatchVerdict;
 
 import java.io.Closeable;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -49,6 +51,10 @@ import java.util.function.Function;
  * operation, for the peers it needs; the lower rank of a pair connects, the higher accepts; both prove the job token
  * (or, without one, the group's identity) with the ring's handshake ({@link Proofs}: the caller passes the ring's
  * {@code RingAuthenticator}) bound to both ranks and to the group. A connection stays open until {@link #close()} or a failure.
+ * With {@link Settings#shmLinkBytes()} (the ring runs over shared memory), a pair on one host then agrees on a
+ * shared-memory file over the new connection ({@link MeshShm}), and its byte streams run through two {@link
+ * dev.jdist.shm.ShmLink}s; the connection stays for doorbells and to tell when the peer is gone. A pair that cannot (a
+ * full {@code /dev/shm}, another container) stays on TCP, with one line on stderr.
  *
  * <p>Waiting. One selector watches the listener, the handshakes in progress and every connection. A transport that runs
  * an operation sets its connections' interest and calls {@link #await}, which also accepts and authenticates members
@@ -92,10 +98,15 @@ public final class PeerMesh implements AutoCloseable {
      * @param verbose    {@code MLX_RING_VERBOSE}: log connection progress on stderr
      * @param who        how log lines name this member ({@code rank 2}, {@code rank 2 -> split colour 1 rank 0})
      * @param proofs     the proofs keyed with a secret (the job token, or the group's identity without one)
+     * @param shmLinkBytes 0: every pair talks TCP; otherwise pairs on one host run through shared memory, with links of
+     *                   about this many bytes ({@code JDIST_SHM_BUFFER_KIB}; lowered for large meshes); every member must
+     *                   pass 0 or not alike (the ring's {@code JDIST_TRANSPORT=shm} set-up has checked that)
      */
     public record Settings(int rank, Duration timeout, String jobToken, long spinMicros, boolean verbose, String who,
-                           Function<String, Proofs> proofs) {}
+                           Function<String, Proofs> proofs, long shmLinkBytes) {}
 
+    /** How the shared-memory files of mesh pairs are named in {@code /dev/shm}: this, the creator's pid, '-', random. */
+    public static final String SHARED_MEMORY_FILE_PREFIX = MeshShm.FILE_PREFIX;
     /** Bytes of one member's record in the exchange: IPv4, port, host id, settings digest (little-endian). */
     public static final int RECORD_BYTES = 24;
     /** The handshake's channel number ({@code "MESH"}): apart from the ring's connection indices and the store's. */
@@ -130,6 +141,12 @@ public final class PeerMesh implements AutoCloseable {
     private final List<Handshake> pending = new ArrayList<>();
     /** What was dropped on the listener (failed handshakes), for the deadline message. */
     private final List<String> dropped = new ArrayList<>();
+    /** The mappings of the pairs that run over shared memory; unmapped by {@link #close()}. */
+    private final Arena shared = Arena.ofShared();
+    /** Shared-memory files this member created and offered, until deleted (at the answer, or when the mesh ends). */
+    private final List<Path> offered = new ArrayList<>();
+    /** The link capacity of a pair this member creates; 0 when every pair talks TCP. */
+    private final long shmCapacity;
     private volatile DistributedException broken;
     private volatile boolean closed;
 
@@ -146,6 +163,7 @@ public final class PeerMesh implements AutoCloseable {
         this.selector = selector;
         this.connections = new PeerConnection[members.size()];
         this.outgoing = new Outgoing[members.size()];
+        this.shmCapacity = settings.shmLinkBytes() <= 0 ? 0 : MeshShm.capacity(settings.shmLinkBytes(), members.size());
     }
 
     // ------------------------------------------------------------------ set-up
@@ -292,6 +310,26 @@ public final class PeerMesh implements AutoCloseable {
         int c = 0;
         for (PeerConnection p : connections) if (p != null) c++;
         return c;
+    }
+
+    /** How many open connections carry their bytes through shared memory (for tests and logs). */
+    public int sharedMemoryConnections() {
+        int c = 0;
+        for (PeerConnection p : connections) if (p != null && p.sharedMemory()) c++;
+        return c;
+    }
+
+    /** Whether the pair with {@code peer} tries shared memory once connected: the ring's is shared, and one host. */
+    private boolean sharedMemoryPair(int peer) { return shmCapacity > 0 && sameHost(rank, peer); }
+
+    /** The first 8 bytes of the mesh id, as a number: ties a pair's shared-memory file to this group. */
+    private long meshTag() { return ByteBuffer.wrap(meshId, 0, 8).getLong(); }
+
+    /** A pair that could not set up shared memory runs over TCP: said once, on stderr, whatever the verbosity. */
+    private void sharedMemoryRefused(int peer, String why) {
+        System.err.println("jdist: " + settings.who() + " (mesh): no shared memory with rank " + peer + " (" + why
+                + "); this pair runs over TCP. Free space in /dev/shm (`df -h /dev/shm`), lower JDIST_SHM_BUFFER_KIB, "
+                + "or give the ranks one /dev/shm (one container) to use it");
     }
 
     // ------------------------------------------------------------------ connecting on demand
@@ -444,7 +482,19 @@ public final class PeerMesh implements AutoCloseable {
         closeSockets();
     }
 
+    /** Deletes a pair's shared-memory file this member created. */
+    private void unlink(Path p) {
+        ShmFiles.deleteQuietly(p);
+        synchronized (offered) {
+            offered.remove(p);
+        }
+    }
+
     private void closeSockets() {
+        synchronized (offered) {   // offers never answered (the peer hung or failed mid-handshake): nothing stays behind
+            for (Path p : offered) ShmFiles.deleteQuietly(p);
+            offered.clear();
+        }
         closeQuietly(listener);
         for (PeerConnection c : connections) if (c != null) closeQuietly(c.channel());
         for (Outgoing o : outgoing) if (o != null) closeQuietly(o.channel);
@@ -460,6 +510,11 @@ public final class PeerMesh implements AutoCloseable {
         closed = true;
         closeSockets();
         closeQuietly(selector);
+        try {
+            shared.close();
+        } catch (IllegalStateException ignored) {
+            // an operation on another thread still uses a mapping; the memory goes with the process
+        }
     }
 
     void log(String message) {
@@ -499,9 +554,10 @@ public final class PeerMesh implements AutoCloseable {
         }
     }
 
-    private void established(SocketChannel ch, int peer, boolean initiated, SelectionKey key) {
+    private void established(SocketChannel ch, int peer, boolean initiated, SelectionKey key, MeshShm.Links links) {
         key.interestOps(0);
-        PeerConnection c = new PeerConnection(ch, peer, members.get(peer).text(), initiated, key);
+        PeerConnection c = new PeerConnection(ch, peer, members.get(peer).text(), initiated, key,
+                links == null ? null : links.out(), links == null ? null : links.in());
         key.attach(c);
         connections[peer] = c;
         log((initiated ? "connected to" : "accepted") + " " + c.describe());
@@ -616,6 +672,8 @@ public final class PeerMesh implements AutoCloseable {
      *   connector → acceptor  connectorMac(CHANNEL, nonceA, B) (32)
      *   acceptor  → connector 0x01
      * </pre>
+     * then, for a pair on one host of a mesh over shared memory, the offer of a shared-memory file and its answer
+     * ({@link MeshShm}).
      */
     private final class Handshake {
         final SocketChannel channel;
@@ -630,6 +688,9 @@ public final class PeerMesh implements AutoCloseable {
         final byte[] myNonce = nonce();
         byte[] bind;
         boolean finished;
+        /** Connector: the pair's shared-memory file, while the acceptor has not answered. */
+        MeshShm.Created created;
+        MeshShm.Links links;
 
         Handshake(SocketChannel channel, int peer) {
             this.channel = channel;
@@ -697,11 +758,33 @@ public final class PeerMesh implements AutoCloseable {
                     in = ByteBuffer.allocate(MAC);
                     stage = 1;
                 } else {
-                    if (!MessageDigest.isEqual(got, auth.connectorMac(CHANNEL, myNonce, bind))) return fail("proved a different job token");
-                    out = ByteBuffer.allocate(1).put((byte) 1).flip();
-                    in = null;
-                    stage = 2;
-                    if (!out.hasRemaining()) finish();
+                    if (stage == 1) {
+                        if (!MessageDigest.isEqual(got, auth.connectorMac(CHANNEL, myNonce, bind))) return fail("proved a different job token");
+                        out = ByteBuffer.allocate(1).put((byte) 1).flip();
+                        if (sharedMemoryPair(peer)) {
+                            in = ByteBuffer.allocate(MeshShm.OFFER);   // the connector answers 0x01 with its offer
+                            stage = 3;
+                        } else {
+                            in = null;
+                            stage = 2;
+                        }
+                    } else {   // stage 3: the offer; 0x01 is long sent (the connector waited for it)
+                        String why;
+                        if (!MeshShm.offersFile(got)) {
+                            why = null;   // the connector could not create the file and has said so
+                        } else {
+                            try {
+                                links = MeshShm.open(got, peer, rank, meshTag(), shared);
+                                why = null;
+                            } catch (IOException | RuntimeException e) {
+                                why = "cannot map " + MeshShm.offerText(got) + ", which rank " + peer + " created: " + e.getMessage();
+                            }
+                        }
+                        if (why != null) sharedMemoryRefused(peer, why);
+                        out = ByteBuffer.allocate(1).put((byte) (links != null ? 1 : 0)).flip();
+                        in = null;
+                        stage = 4;
+                    }
                 }
             } else {
                 if (stage == 0) {
@@ -713,8 +796,32 @@ public final class PeerMesh implements AutoCloseable {
                     out = ByteBuffer.allocate(MAC).put(auth.connectorMac(CHANNEL, nonceA, bind)).flip();
                     in = ByteBuffer.allocate(1);
                     stage = 1;
-                } else {
+                } else if (stage == 1) {
                     if (got[0] != 1) return fail("rejected this rank's mesh handshake");
+                    if (!sharedMemoryPair(peer)) {
+                        finish();
+                    } else {
+                        String why = null;
+                        try {
+                            created = MeshShm.create(shmCapacity, rank, peer, meshTag(), shared);
+                            synchronized (offered) {
+                                offered.add(created.path());
+                            }
+                        } catch (IOException | RuntimeException e) {
+                            why = "cannot create a " + MeshShm.fileBytes(shmCapacity) + "-byte file in " + ShmFiles.directory()
+                                    + ": " + e.getMessage();
+                            sharedMemoryRefused(peer, why);
+                        }
+                        out = MeshShm.offer(created, why);
+                        in = ByteBuffer.allocate(1);
+                        stage = 2;
+                    }
+                } else {   // stage 2: the answer to the offer
+                    if (created != null) {
+                        unlink(created.path());
+                        if (got[0] == 1) links = MeshShm.links(created.map(), created.capacity(), true);
+                        created = null;
+                    }
                     finish();
                 }
             }
@@ -735,11 +842,12 @@ public final class PeerMesh implements AutoCloseable {
                 closeQuietly(channel);
                 return;
             }
-            established(channel, peer, connector, key);
+            established(channel, peer, connector, key, links);
         }
 
         private boolean fail(String why) {
             finished = true;
+            if (created != null) unlink(created.path());
             String from;
             try {
                 from = String.valueOf(channel.getRemoteAddress());

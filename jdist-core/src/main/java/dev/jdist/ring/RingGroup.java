@@ -611,7 +611,9 @@ public final class RingGroup implements GroupImpl {
             Array all = Array.zeros(DType.UINT8, PeerMesh.RECORD_BYTES * size);
             allGather(Array.fromBytes(DType.UINT8, mine, mine.length), all);
             m = PeerMesh.form(new PeerMesh.Settings(rank, settings.timeout(), settings.jobToken(), settings.spinMicros(),
-                    settings.verbose(), who, RingAuthenticator::new), listener, all.toBytes(),
+                    settings.verbose(), who, RingAuthenticator::new,
+                    // over a shared-memory ring (every rank on one host), mesh pairs on one host use shared memory too
+                    transport instanceof ShmTransport ? settings.shmLinkBytes() : 0), listener, all.toBytes(),
                     AlgorithmPolicy.VARIABLE + " and " + AlgorithmPolicy.RULES_VARIABLE);
         } catch (RuntimeException | Error e) {
             RingConnector.closeQuietly(listener);

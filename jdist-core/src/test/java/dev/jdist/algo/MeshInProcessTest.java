@@ -127,7 +127,7 @@ class MeshInProcessTest {
     }
 
     @Test
-    void onASharedMemoryRingTheRingIsChosenAndAForcedAlgorithmUsesTheTcpMesh() throws Exception {
+    void onASharedMemoryRingTheRingIsChosenAndAForcedAlgorithmUsesSharedMemoryMeshPairs() throws Exception {
         org.junit.jupiter.api.Assumptions.assumeTrue(java.nio.file.Files.isReadable(Path.of("/proc/sys/kernel/random/boot_id")),
                 "JDIST_TRANSPORT=shm needs Linux's boot id");
         Path hf = RingTestSupport.hostfile(dir, 4, 1);
@@ -140,9 +140,9 @@ class MeshInProcessTest {
             rg.useAlgorithmPolicy(AlgorithmPolicy.defaults().forcing(CollectiveKind.ALL_REDUCE, Algorithm.RD));
             rg.allReduce(Array.of(1f, (float) g.rank()), y, ReduceOp.SUM);
             return auto + " | " + rg.algorithmFor(CollectiveKind.ALL_REDUCE, 8) + " " + y.getDouble(1) + " "
-                    + rg.peerMesh().orElseThrow().openConnections();
+                    + rg.peerMesh().orElseThrow().openConnections() + " " + rg.peerMesh().orElseThrow().sharedMemoryConnections();
         });
-        assertThat(out).containsOnly("shm ring 6.0 | rd 6.0 2");
+        assertThat(out).containsOnly("shm ring 6.0 | rd 6.0 2 2");
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.jdist.ring;
 
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -54,6 +55,27 @@ class LivenessIT {
                 assertThat(out).as("rank %d names the killed rank, not the neighbour its failure travelled through", r)
                         .contains("peer=2 ").contains("rank=" + r + " ").contains("rank 2 ");
             }
+        }
+    }
+
+    /** Recursive doubling over the mesh's shared-memory pairs: the killed rank is still named, not a pair it failed through. */
+    @Test
+    void aKilledRankIsNamedOverSharedMemoryMeshPairs() throws Exception {
+        try (RankProcesses ranks = start(dir, 4, env("shm", "JDIST_ALGO", "rd"), "loop", "100000000", "240")) {
+            ranks.awaitLooping(4);
+            for (int r = 0; r < 4; r++) {
+                assertThat(ranks.output(r)).as("rank %d runs recursive doubling through shared memory", r)
+                        .contains("looping (mesh connections: 2, over shared memory: 2)");
+            }
+            ranks.process(2).destroyForcibly();   // SIGKILL, by handle
+            assertThat(ranks.process(2).waitFor(20, TimeUnit.SECONDS)).isTrue();
+            for (int r : new int[] {0, 1, 3}) {
+                int code = ranks.await(r, 60);
+                String out = ranks.output(r);
+                assertThat(code).as("rank %d: 3 PeerLost or 8 PeerUnresponsive; output:%n%s", r, out).isIn(3, 8);
+                assertThat(out).as("rank %d names the killed rank", r).contains("peer=2 ").contains("rank=" + r + " ").contains("rank 2 ");
+            }
+            assertThat(ShmMultiProcessIT.leftovers(ranks)).as("no file left in /dev/shm").isEmpty();
         }
     }
 

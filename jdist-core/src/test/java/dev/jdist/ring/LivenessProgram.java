@@ -69,7 +69,9 @@ public final class LivenessProgram {
             Array y = g.allSum(x);
             if (y.getDouble(999) != g.size()) throw new IllegalStateException("wrong sum " + y.getDouble(999) + " at iteration " + i);
             if (i == 0) {
-                System.out.println("rank " + g.rank() + " looping");
+                String mesh = g.impl() instanceof RingGroup rg ? rg.peerMesh().map(m -> " (mesh connections: " + m.openConnections()
+                        + ", over shared memory: " + m.sharedMemoryConnections() + ")").orElse("") : "";
+                System.out.println("rank " + g.rank() + " looping" + mesh);
                 System.out.flush();
             }
         }

@@ -64,6 +64,13 @@ public final class MeshCheckProgram {
             System.out.flush();
             System.exit(1);
         }
+        g.peerMesh().ifPresent(m -> {
+            StringBuilder pairs = new StringBuilder();
+            for (int q = 0; q < m.size(); q++) {
+                if (m.connection(q) != null) pairs.append(' ').append(q).append(m.connection(q).sharedMemory() ? "=shm" : "=tcp");
+            }
+            System.out.println("rank " + world.rank() + " mesh pairs:" + pairs);
+        });
         System.out.println("rank " + world.rank() + " of " + world.size() + ": OK (" + detail + ")");
         System.out.flush();
         Distributed.reset();

@@ -28,24 +28,42 @@ class MeshMultiProcessIT {
         run(n, "jdist", Map.of("JDIST_JOB_TOKEN", "mesh-it", "JDIST_TIMEOUT", "120"), "(mesh, ");
     }
 
-    /** Hosts faked per rank with JDIST_HOST_ID: 2 ranks on host a, 3 on host b, 1 on host c (uneven, one alone). */
-    @Test
+    /**
+     * Hosts faked per rank with JDIST_HOST_ID: 2 ranks on host a, 3 on host b, 1 on host c (uneven, one alone). Over a
+     * shared-memory ring the pairs inside a faked host run through shared memory and the pairs between hosts over TCP,
+     * in the same operations (and the default keeps the shared-memory ring; the forced algorithms still run).
+     */
+    @ParameterizedTest(name = "over {0}")
+    @ValueSource(strings = {"tcp", "shm"})
     @Timeout(600)
-    void ranksOnSeveralFakedHostsChooseTheHierarchyAndAgreeBitForBit() throws Exception {
+    void ranksOnSeveralFakedHostsChooseTheHierarchyAndAgreeBitForBit(String transport) throws Exception {
         String[] hostOf = {"a", "a", "b", "b", "c", "b"};
         int n = hostOf.length;
         Path hf = RingTestSupport.hostfile(dir, n, 1);
         try (RankProcesses ranks = new RankProcesses()) {
             for (int r = 0; r < n; r++) {
-                ranks.start(dir, r, hf, MeshCheckProgram.class,
-                        Map.of("JDIST_JOB_TOKEN", "hier-it", "JDIST_TIMEOUT", "120", "JDIST_HOST_ID", "host-" + hostOf[r]), "hier");
+                ranks.start(dir, r, hf, MeshCheckProgram.class, Map.of("JDIST_JOB_TOKEN", "hier-it", "JDIST_TIMEOUT", "120",
+                        "JDIST_HOST_ID", "host-" + hostOf[r], "JDIST_TRANSPORT", transport), "hier");
             }
             for (int r = 0; r < n; r++) {
                 int code = ranks.await(r, 540);
                 assertThat(code).as("rank %d exit code; outputs:%n%s", r, ranks.allOutputs()).isZero();
             }
+            String chosen = transport.equals("shm") ? "ring" : "hier";
             for (int r = 0; r < n; r++) {
-                assertThat(ranks.output(r)).contains("rank " + r + " of " + n + ": OK (hosts [0, 1] | [2, 3, 5] | [4], hier)");
+                String out = ranks.output(r);
+                assertThat(out).contains("rank " + r + " of " + n + ": OK (hosts [0, 1] | [2, 3, 5] | [4], " + chosen + ")");
+                String pairs = out.lines().filter(l -> l.contains(" mesh pairs:")).findFirst().orElse("");
+                int mates = 0;
+                for (int q = 0; q < n; q++) {
+                    if (q == r) continue;
+                    boolean sameHost = hostOf[q].equals(hostOf[r]);
+                    if (sameHost) mates++;
+                    // the hierarchy's intra-host step connects every member to its host's others
+                    if (sameHost) assertThat(pairs).as("rank %d", r).contains(" " + q + "=" + transport);
+                    else assertThat(pairs).as("rank %d", r).doesNotContain(" " + q + "=shm");
+                }
+                if (mates == 0) assertThat(pairs).as("rank %d", r).doesNotContain("=shm");
             }
         }
     }

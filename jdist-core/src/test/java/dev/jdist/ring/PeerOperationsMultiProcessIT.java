@@ -7,6 +7,8 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -32,7 +34,19 @@ class PeerOperationsMultiProcessIT {
                 int code = ranks.await(r, 540);
                 assertThat(code).as("rank %d exit code; outputs:%n%s", r, ranks.allOutputs()).isZero();
             }
-            for (int r = 0; r < n; r++) assertThat(ranks.output(r)).contains("rank " + r + " of " + n + ": OK (" + transport);
+            for (int r = 0; r < n; r++) {
+                String line = "rank " + r + " of " + n + ": OK (" + transport;
+                String ok = ranks.output(r).lines().filter(l -> l.contains(line))
+                        .findFirst().orElse("");
+                assertThat(ok).as("rank %d's output:%n%s", r, ranks.output(r)).isNotEmpty();
+                // over shm every mesh pair is on this host, so every connection runs through shared memory; over tcp none
+                Matcher m = Pattern.compile("(\\d+) mesh connection\\(s\\), (\\d+) over shared memory")
+                        .matcher(ok);
+                assertThat(m.find()).as(ok).isTrue();
+                assertThat(Integer.parseInt(m.group(1))).as(ok).isPositive();
+                assertThat(m.group(2)).as(ok).isEqualTo(transport.equals("shm") ? m.group(1) : "0");
+            }
+            assertThat(ShmMultiProcessIT.leftovers(ranks)).as("no file left in /dev/shm").isEmpty();
         }
     }
 }

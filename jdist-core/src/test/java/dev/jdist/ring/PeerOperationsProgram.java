@@ -33,7 +33,8 @@ public final class PeerOperationsProgram {
             System.exit(1);
         }
         System.out.println("rank " + r + " of " + n + ": OK (" + g.transportName() + ", "
-                + g.peerMesh().map(m -> m.openConnections() + " mesh connection(s)").orElse("no mesh") + ")");
+                + g.peerMesh().map(m -> m.openConnections() + " mesh connection(s), " + m.sharedMemoryConnections()
+                + " over shared memory").orElse("no mesh") + ")");
         System.out.flush();
         Distributed.reset();
         System.exit(0);

@@ -1,5 +1,6 @@
 package dev.jdist.ring;
 
+import dev.jdist.mesh.PeerMesh;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -27,7 +28,9 @@ class ShmMultiProcessIT {
 
     /** Shared-memory files of these processes still present. */
     static List<Path> leftovers(RankProcesses ranks) throws IOException {
-        List<String> prefixes = ranks.processes().stream().map(p -> ShmSetup.FILE_PREFIX + p.pid() + "-").toList();
+        // the ring's files and the peer mesh's (pairs on one host, when every rank is jdist)
+        List<String> prefixes = ranks.processes().stream().flatMap(p -> Stream.of(ShmSetup.FILE_PREFIX + p.pid() + "-",
+                PeerMesh.SHARED_MEMORY_FILE_PREFIX + p.pid() + "-")).toList();
         try (Stream<Path> s = Files.list(ShmSetup.directory())) {
             return s.filter(p -> prefixes.stream().anyMatch(x -> p.getFileName().toString().startsWith(x))).toList();
         }
