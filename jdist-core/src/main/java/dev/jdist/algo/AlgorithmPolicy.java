@@ -104,9 +104,9 @@ public final class AlgorithmPolicy {
 
     /**
      * The algorithm of one operation: of {@code kind}, {@code bytes} counted as {@link CollectiveKind} says, on
-     * {@code topology}. Forced first; then, on a ring over shared memory, the ring (the mesh is TCP); then the user's
-     * rules; then, when the group spans several hosts and some host runs more than one member, the hierarchy (§10.11);
-     * then jdist's default rules.
+     * {@code topology}. Forced first; then, on a ring over shared memory, the ring (its pipelined schedule over the
+     * shared-memory links was not beaten by the mesh's rounds); then the user's rules; then, when the group spans several
+     * hosts and some host runs more than one member, the hierarchy (§10.11); then jdist's default rules.
      */
     public Algorithm choose(CollectiveKind kind, long bytes, Topology topology) {
         Algorithm f = forced.get(kind);
