@@ -100,10 +100,13 @@ public final class PeerMesh implements AutoCloseable {
      * @param proofs     the proofs keyed with a secret (the job token, or the group's identity without one)
      * @param shmLinkBytes 0: every pair talks TCP; otherwise pairs on one host run through shared memory, with links of
      *                   about this many bytes ({@code JDIST_SHM_BUFFER_KIB}; lowered for large meshes); every member must
-     *                   pass 0 or not alike (the ring's {@code JDIST_TRANSPORT=shm} set-up has checked that)
+     *                   pass 0 or not alike (the ring's {@code JDIST_TRANSPORT=shm} set-up has checked that; otherwise the
+     *                   members' settings digests carry the choice)
+     * @param shmOnlyAcrossHosts with {@code shmLinkBytes}: use shared memory only when the members span several hosts (the
+     *                   hierarchy's case), so that a one-host job keeps its pairs on TCP unless its ring runs over shared memory
      */
     public record Settings(int rank, Duration timeout, String jobToken, long spinMicros, boolean verbose, String who,
-                           Function<String, Proofs> proofs, long shmLinkBytes) {}
+                           Function<String, Proofs> proofs, long shmLinkBytes, boolean shmOnlyAcrossHosts) {}
 
     /** How the shared-memory files of mesh pairs are named in {@code /dev/shm}: this, the creator's pid, '-', random. */
     public static final String SHARED_MEMORY_FILE_PREFIX = MeshShm.FILE_PREFIX;
@@ -163,7 +166,8 @@ public final class PeerMesh implements AutoCloseable {
         this.selector = selector;
         this.connections = new PeerConnection[members.size()];
         this.outgoing = new Outgoing[members.size()];
-        this.shmCapacity = settings.shmLinkBytes() <= 0 ? 0 : MeshShm.capacity(settings.shmLinkBytes(), members.size());
+        boolean shm = settings.shmLinkBytes() > 0 && (!settings.shmOnlyAcrossHosts() || hosts() > 1);
+        this.shmCapacity = shm ? MeshShm.capacity(settings.shmLinkBytes(), members.size()) : 0;
     }
 
     // ------------------------------------------------------------------ set-up
@@ -202,7 +206,7 @@ public final class PeerMesh implements AutoCloseable {
     /**
      * Forms the mesh from every member's record, in rank order ({@code all}: {@code size * RECORD_BYTES} bytes, the same on
      * every member). Members whose settings digests differ are named in one {@link ConfigException} ({@code settingsName}
-     * says which settings: {@code JDIST_ALGO and JDIST_ALGO_RULES}), the same on every member. Takes the listener (closed
+     * says which settings: {@code JDIST_ALGO, JDIST_ALGO_RULES and JDIST_TRANSPORT}), the same on every member. Takes the listener (closed
      * on failure).
      */
     public static PeerMesh form(Settings settings, ServerSocketChannel listener, byte[] all, String settingsName) {

@@ -73,14 +73,16 @@ public final class RingGroup implements GroupImpl {
         final Topology topology;
         final HostLayout layout;
         final long hostId;          // what this rank published as its host (a split's mesh publishes it again)
+        final boolean tcpOnly;      // JDIST_TRANSPORT=tcp given: no shared-memory pairs even across hosts (a split keeps it)
         volatile AlgorithmPolicy policy;
         MemorySegment scratch;
         final LastMesh lastAllReduce = new LastMesh();
         final LastMesh lastAllGather = new LastMesh();
         final LastMesh lastSumScatter = new LastMesh();
 
-        MeshState(PeerMesh mesh, Topology topology, long hostId, AlgorithmPolicy policy) {
+        MeshState(PeerMesh mesh, Topology topology, long hostId, boolean tcpOnly, AlgorithmPolicy policy) {
             this.mesh = mesh;
+            this.tcpOnly = tcpOnly;
             this.transport = new MeshTransport(mesh);
             this.topology = topology;
             this.hostId = hostId;
@@ -561,7 +563,7 @@ public final class RingGroup implements GroupImpl {
             if (m != null) {
                 // the members of a jdist group are jdist: the sub-ring gets its own mesh, with the parent's policy
                 try {
-                    child.formMesh(m.policy, m.hostId, who);
+                    child.formMesh(m.policy, m.hostId, m.tcpOnly, who);
                 } catch (RuntimeException | Error e) {
                     child.close();
                     throw e;
@@ -584,7 +586,9 @@ public final class RingGroup implements GroupImpl {
     @Override
     public void membersAreJdist(JobTable table, Map<String, String> env) {
         if (size == 1 || mesh != null) return;
-        formMesh(AlgorithmPolicy.fromEnvironment(env), hostId(env), "rank " + rank);
+        String transportText = env.get(RingSettings.TRANSPORT);
+        boolean tcpOnly = transportText != null && transportText.strip().equalsIgnoreCase("tcp");
+        formMesh(AlgorithmPolicy.fromEnvironment(env), hostId(env), tcpOnly, "rank " + rank);
     }
 
     /**
@@ -601,25 +605,36 @@ public final class RingGroup implements GroupImpl {
     public static final String HOST_ID_VARIABLE = "JDIST_HOST_ID";
 
     /** Binds the mesh listener on this rank's ring address, exchanges the records over the ring, forms the mesh. */
-    private void formMesh(AlgorithmPolicy policy, long hostId, String who) {
+    private void formMesh(AlgorithmPolicy policy, long hostId, boolean tcpOnly, String who) {
         transport.checkUsable("forming the peer mesh");
         InetAddress ip = settings.hostfile().addresses(rank).getFirst().socketAddress().getAddress();
         ServerSocketChannel listener = PeerMesh.listen(ip, "rank " + rank);
+        // Pairs on one host use shared memory over a shared-memory ring, and, unless JDIST_TRANSPORT=tcp, in a job across
+        // several hosts (the hierarchy's step inside a host); every member must choose alike, so the choice rides in the
+        // settings digest beside the algorithm policy.
+        boolean shmRing = transport instanceof ShmTransport;
+        boolean shmAcrossHosts = !shmRing && !tcpOnly;
         PeerMesh m;
         try {
-            byte[] mine = PeerMesh.record(listener, hostId, policy.digest());
+            byte[] mine = PeerMesh.record(listener, hostId, meshSettingsDigest(policy, shmAcrossHosts));
             Array all = Array.zeros(DType.UINT8, PeerMesh.RECORD_BYTES * size);
             allGather(Array.fromBytes(DType.UINT8, mine, mine.length), all);
             m = PeerMesh.form(new PeerMesh.Settings(rank, settings.timeout(), settings.jobToken(), settings.spinMicros(),
                     settings.verbose(), who, RingAuthenticator::new,
-                    // over a shared-memory ring (every rank on one host), mesh pairs on one host use shared memory too
-                    transport instanceof ShmTransport ? settings.shmLinkBytes() : 0), listener, all.toBytes(),
-                    AlgorithmPolicy.VARIABLE + " and " + AlgorithmPolicy.RULES_VARIABLE);
+                    shmRing || shmAcrossHosts ? settings.shmLinkBytes() : 0, shmAcrossHosts), listener, all.toBytes(),
+                    AlgorithmPolicy.VARIABLE + ", " + AlgorithmPolicy.RULES_VARIABLE + " and " + RingSettings.TRANSPORT);
         } catch (RuntimeException | Error e) {
             RingConnector.closeQuietly(listener);
             throw e;
         }
-        mesh = new MeshState(m, new Topology(size, m.hosts(), transport instanceof ShmTransport), hostId, policy);
+        mesh = new MeshState(m, new Topology(size, m.hosts(), shmRing), hostId, tcpOnly, policy);
+    }
+
+    /** The policy's digest, told apart when same-host pairs across several hosts use shared memory. */
+    private static byte[] meshSettingsDigest(AlgorithmPolicy policy, boolean shmAcrossHosts) {
+        byte[] digest = policy.digest();
+        if (shmAcrossHosts) digest[0] ^= 0x5A;
+        return digest;
     }
 
     /** jdist-internal: the peer mesh, once every member is known to be jdist (for operations that need any peer). */

@@ -157,7 +157,7 @@ class MeshInProcessTest {
             }
         });
         assertThat(out).allSatisfy(m -> assertThat(m).startsWith("ConfigException")
-                .contains("JDIST_ALGO and JDIST_ALGO_RULES").contains("ranks [0, 1]").contains("ranks [2]"));
+                .contains("JDIST_ALGO, JDIST_ALGO_RULES and JDIST_TRANSPORT").contains("ranks [0, 1]").contains("ranks [2]"));
     }
 
     @Test

@@ -29,12 +29,13 @@ class MeshMultiProcessIT {
     }
 
     /**
-     * Hosts faked per rank with JDIST_HOST_ID: 2 ranks on host a, 3 on host b, 1 on host c (uneven, one alone). Over a
-     * shared-memory ring the pairs inside a faked host run through shared memory and the pairs between hosts over TCP,
-     * in the same operations (and the default keeps the shared-memory ring; the forced algorithms still run).
+     * Hosts faked per rank with JDIST_HOST_ID: 2 ranks on host a, 3 on host b, 1 on host c (uneven, one alone). With
+     * JDIST_TRANSPORT unset (a job across hosts) and over a shared-memory ring the pairs inside a faked host run through
+     * shared memory and the pairs between hosts over TCP, in the same operations; JDIST_TRANSPORT=tcp keeps every pair
+     * on TCP. (Over the shared-memory ring the default keeps the ring; the forced algorithms still run.)
      */
-    @ParameterizedTest(name = "over {0}")
-    @ValueSource(strings = {"tcp", "shm"})
+    @ParameterizedTest(name = "JDIST_TRANSPORT={0}")
+    @ValueSource(strings = {"unset", "tcp", "shm"})
     @Timeout(600)
     void ranksOnSeveralFakedHostsChooseTheHierarchyAndAgreeBitForBit(String transport) throws Exception {
         String[] hostOf = {"a", "a", "b", "b", "c", "b"};
@@ -42,14 +43,17 @@ class MeshMultiProcessIT {
         Path hf = RingTestSupport.hostfile(dir, n, 1);
         try (RankProcesses ranks = new RankProcesses()) {
             for (int r = 0; r < n; r++) {
-                ranks.start(dir, r, hf, MeshCheckProgram.class, Map.of("JDIST_JOB_TOKEN", "hier-it", "JDIST_TIMEOUT", "120",
-                        "JDIST_HOST_ID", "host-" + hostOf[r], "JDIST_TRANSPORT", transport), "hier");
+                Map<String, String> env = new java.util.HashMap<>(Map.of("JDIST_JOB_TOKEN", "hier-it", "JDIST_TIMEOUT", "120",
+                        "JDIST_HOST_ID", "host-" + hostOf[r]));
+                if (!transport.equals("unset")) env.put("JDIST_TRANSPORT", transport);
+                ranks.start(dir, r, hf, MeshCheckProgram.class, env, "hier");
             }
             for (int r = 0; r < n; r++) {
                 int code = ranks.await(r, 540);
                 assertThat(code).as("rank %d exit code; outputs:%n%s", r, ranks.allOutputs()).isZero();
             }
             String chosen = transport.equals("shm") ? "ring" : "hier";
+            String matesTalk = transport.equals("tcp") ? "tcp" : "shm";
             for (int r = 0; r < n; r++) {
                 String out = ranks.output(r);
                 assertThat(out).contains("rank " + r + " of " + n + ": OK (hosts [0, 1] | [2, 3, 5] | [4], " + chosen + ")");
@@ -60,7 +64,7 @@ class MeshMultiProcessIT {
                     boolean sameHost = hostOf[q].equals(hostOf[r]);
                     if (sameHost) mates++;
                     // the hierarchy's intra-host step connects every member to its host's others
-                    if (sameHost) assertThat(pairs).as("rank %d", r).contains(" " + q + "=" + transport);
+                    if (sameHost) assertThat(pairs).as("rank %d", r).contains(" " + q + "=" + matesTalk);
                     else assertThat(pairs).as("rank %d", r).doesNotContain(" " + q + "=shm");
                 }
                 if (mates == 0) assertThat(pairs).as("rank %d", r).doesNotContain("=shm");
