@@ -36,11 +36,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class JacclPeerOperationsTest {
 
     static GroupImpl[] groups(int n, JacclConfig.Topology topology, int wires) {
-        MemFabric fabric = topology == JacclConfig.Topology.MESH ? MemFabric.mesh(n, JacclConfig.QpMode.UC)
-                : MemFabric.ring(n, wires, JacclConfig.QpMode.UC);
+        return groups(topology == JacclConfig.Topology.MESH ? MemFabric.mesh(n, JacclConfig.QpMode.UC)
+                : MemFabric.ring(n, wires, JacclConfig.QpMode.UC), n, topology, wires, Duration.ofSeconds(30));
+    }
+
+    static GroupImpl[] groups(MemFabric fabric, int n, JacclConfig.Topology topology, int wires, Duration timeout) {
         GroupImpl[] groups = new GroupImpl[n];
         for (int r = 0; r < n; r++) {
-            groups[r] = JacclGroup.over(r, n, topology, wires, Duration.ofSeconds(30),
+            groups[r] = JacclGroup.over(r, n, topology, wires, timeout,
                     SideChannel.custom(r, n, (rank, size) -> (src, b) -> new byte[size * b]), fabric.transport(r));
         }
         return groups;
@@ -87,6 +90,64 @@ class JacclPeerOperationsTest {
         CollectiveChecks.Options checks = topology == JacclConfig.Topology.MESH ? o : o.neighboursOnly();
         List<List<String>> out = onEveryRank(groups(n, topology, wires), impl -> CollectiveChecks.run(CollectiveChecks.jdistGroup(impl), checks));
         for (int r = 0; r < n; r++) assertThat(out.get(r)).as("rank %d", r).isEmpty();
+    }
+
+    /**
+     * A rank that vanishes during the new operations fails every survivor as JACCL's own operations do (the frame
+     * engine's deadline or completion error, naming the rank), relaying neighbours and ranks farther away alike, and the
+     * broken group then fails at once.
+     */
+    @ParameterizedTest(name = "{0}, {1}")
+    @CsvSource({"MESH,RC", "RING,UC"})
+    void aLostRankFailsEverySurvivorAndBreaksTheGroup(JacclConfig.Topology topology, JacclConfig.QpMode mode) throws Exception {
+        int n = 5, victim = 2;
+        MemFabric fabric = topology == JacclConfig.Topology.MESH ? MemFabric.mesh(n, mode) : MemFabric.ring(n, 1, mode);
+        GroupImpl[] groups = groups(fabric, n, topology, topology == JacclConfig.Topology.MESH ? 0 : 1, Duration.ofSeconds(3));
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<String>> fs = new ArrayList<>();
+            for (GroupImpl impl : groups) {
+                fs.add(pool.submit(() -> {
+                    Group g = CollectiveChecks.jdistGroup(impl);
+                    Array x = Array.zeros(DType.FLOAT32, 200_000);
+                    for (int i = 0; i < 1000; i++) {
+                        if (g.rank() == victim && i == 3) {
+                            fabric.kill(victim);
+                            return "victim";
+                        }
+                        try {
+                            g.broadcastInto(x, i % n);
+                            g.allToAll(x);
+                            g.gather(x, 4);
+                        } catch (dev.jdist.DistributedException e) {
+                            long t0 = System.nanoTime();
+                            String again;
+                            try {
+                                g.scatter(x, 0);
+                                again = "the broken group ran an operation";
+                            } catch (dev.jdist.DistributedException later) {
+                                again = (System.nanoTime() - t0) < 1_000_000_000L ? "then at once: " + later.getClass().getSimpleName()
+                                        : "then slowly";
+                            }
+                            return e.getClass().getSimpleName() + ": " + e.getMessage() + " | " + again;
+                        }
+                    }
+                    return "never failed";
+                }));
+            }
+            for (int r = 0; r < n; r++) {
+                String got = fs.get(r).get(100, TimeUnit.SECONDS);
+                if (r == victim) {
+                    assertThat(got).isEqualTo("victim");
+                    continue;
+                }
+                assertThat(got).as("rank %d", r).matches("(PeerLostException|DeadlineExceededException): .*")
+                        .contains("JACCL rank " + r).contains("| then at once: ");
+            }
+        } finally {
+            pool.shutdownNow();
+            for (GroupImpl g : groups) g.close();
+        }
     }
 
     @Test
