@@ -329,7 +329,7 @@ final class FrameEngine {
         return null;
     }
 
-    /** Whether every stream listed before {@code stream} on connection {@code conn} is done. */
+    /** Whether every stream listed before {@code stream} on line {@code l} is done. */
     private static boolean earlierDone(Line l, Object stream) {
         for (Object o : l.streams) {
             if (o == stream) return true;
