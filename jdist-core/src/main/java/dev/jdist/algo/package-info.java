@@ -5,6 +5,9 @@
  * {@link dev.jdist.algo.Bruck}, and for members that share hosts {@link dev.jdist.algo.Hierarchical} over a
  * {@link dev.jdist.algo.HostLayout} (§10.11); {@link dev.jdist.algo.AlgorithmPolicy} reads {@code JDIST_ALGO} and
  * {@code JDIST_ALGO_RULES} ({@link dev.jdist.algo.AlgorithmRules}) and decides from the size and the
- * {@link dev.jdist.algo.Topology}. No sockets: {@code dev.jdist.mesh} runs the schedules.
+ * {@link dev.jdist.algo.Topology}. The operations MLX lacks (§13): {@link dev.jdist.algo.PeerSchedules} between ranks
+ * that reach each other, {@link dev.jdist.algo.NeighbourSchedules} between ring neighbours only, and
+ * {@link dev.jdist.algo.PeerOperations}, the code around them shared by every {@link dev.jdist.mesh.ScheduleRunner}.
+ * No sockets: {@code dev.jdist.mesh} (TCP) and {@code dev.jdist.jaccl} (RDMA frames) run the schedules.
  */
 package dev.jdist.algo;

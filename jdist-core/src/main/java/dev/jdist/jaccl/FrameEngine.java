@@ -158,8 +158,9 @@ final class FrameEngine {
     }
 
     /**
-     * Runs streams to completion. {@code afterPoll} (may be null) runs after each polling round and
-     * returns whether it made progress (it may release held receive frames).
+     * Runs streams to completion. Streams on different connections progress together; several listed on one
+     * connection in one direction run one after the other, in the order listed. {@code afterPoll} (may be null) runs
+     * after each polling round and returns whether it made progress (it may release held receive frames).
      */
     void run(String what, List<SendStream> sends, List<RecvStream> recvs, BooleanSupplier afterPoll) {
         checkHealthy();
@@ -172,35 +173,30 @@ final class FrameEngine {
     }
 
     private void run0(String what, List<SendStream> sends, List<RecvStream> recvs, BooleanSupplier afterPoll) {
-        // per-connection dispatch tables (connection numbers are small: < 2n or < 2m)
+        // per-connection lines of streams in the order listed (connection numbers are small: < 2n or < 2m)
         int maxConn = -1;
         for (SendStream s : sends) if (s.frames > 0) for (int c : s.conns) maxConn = Math.max(maxConn, c);
         for (RecvStream r : recvs) if (r.frames > 0) maxConn = Math.max(maxConn, r.conn);
-        SendStream[] sendOn = new SendStream[maxConn + 1];
-        int[] sendIndex = new int[maxConn + 1];
-        RecvStream[] recvOn = new RecvStream[maxConn + 1];
-        boolean[] used = new boolean[maxConn + 1];
+        sendLines = new Line[maxConn + 1];
+        recvLines = new Line[maxConn + 1];
         int count = 0;
         for (SendStream s : sends) {
             if (s.frames == 0) continue;
             for (int i = 0; i < s.conns.length; i++) {
                 int c = s.conns[i];
-                if (sendOn[c] != null) throw new IllegalStateException("two send streams on connection " + c);
-                sendOn[c] = s;
-                sendIndex[c] = i;
-                if (!used[c]) count++;
-                used[c] = true;
+                if (sendLines[c] == null && recvLines[c] == null) count++;
+                if (sendLines[c] == null) sendLines[c] = new Line();
+                sendLines[c].add(s, i);
             }
         }
         for (RecvStream r : recvs) {
             if (r.frames == 0) continue;
-            if (recvOn[r.conn] != null) throw new IllegalStateException("two receive streams on connection " + r.conn);
-            recvOn[r.conn] = r;
-            if (!used[r.conn]) count++;
-            used[r.conn] = true;
+            if (sendLines[r.conn] == null && recvLines[r.conn] == null) count++;
+            if (recvLines[r.conn] == null) recvLines[r.conn] = new Line();
+            recvLines[r.conn].add(r, 0);
         }
         int[] polled = new int[count];
-        for (int c = 0, i = 0; c <= maxConn; c++) if (used[c]) polled[i++] = c;
+        for (int c = 0, i = 0; c <= maxConn; c++) if (sendLines[c] != null || recvLines[c] != null) polled[i++] = c;
         // receives first, then sends
         for (RecvStream r : recvs) postReceives(r);
         for (SendStream s : sends) postSends(s);
@@ -225,13 +221,13 @@ final class FrameEngine {
                                 + transport.describe(conn) + " completed with " + transport.statusText(statuses[i]) + " during " + what
                                 + "; the peer process is gone or the link failed", null, rank, transport.peerOf(conn), what);
                     }
-                    if (kind == Frames.KIND_SEND && sendOn[conn] != null) {
-                        SendStream s = sendOn[conn];
-                        int idx = sendIndex[conn];
+                    SendStream s = kind == Frames.KIND_SEND ? sendHead(conn) : null;
+                    RecvStream r = kind == Frames.KIND_RECV ? recvHead(conn) : null;
+                    if (s != null) {
+                        int idx = sendLines[conn].index(s);
                         checkSlot(id, s.completed[idx], conn, what);
                         s.completed[idx]++;
-                    } else if (kind == Frames.KIND_RECV && recvOn[conn] != null) {
-                        RecvStream r = recvOn[conn];
+                    } else if (r != null) {
                         checkSlot(id, r.arrived, conn, what);
                         long f = r.arrived++;
                         if (r.released == f && r.sink.consume(f, r.frame(f))) r.released++;
@@ -286,7 +282,66 @@ final class FrameEngine {
         }
     }
 
+    /**
+     * The streams listed on one connection in one direction, in order. Only the first that is not done is posted: a
+     * later one starts when the earlier ones are done, so that the messages of a step to (or from) one peer follow each
+     * other on its queue pair in the order listed, each with its own frame class and slots (docs/reference/collectives.md §4.4).
+     */
+    private static final class Line {
+        final List<Object> streams = new ArrayList<>(1);
+        final List<Integer> indexes = new ArrayList<>(1);
+        int head;
+
+        void add(Object stream, int index) {
+            streams.add(stream);
+            indexes.add(index);
+        }
+
+        int index(Object stream) {
+            return indexes.get(streams.indexOf(stream));
+        }
+    }
+
+    /** The lines of the operation now running (run0's thread only). */
+    private Line[] sendLines = new Line[0], recvLines = new Line[0];
+
+    /** The send stream on {@code conn} whose completions arrive now (the first not yet complete there), or null. */
+    private SendStream sendHead(int conn) {
+        Line l = conn < sendLines.length ? sendLines[conn] : null;
+        if (l == null) return null;
+        while (l.head < l.streams.size()) {
+            SendStream s = (SendStream) l.streams.get(l.head);
+            if (s.completed[l.indexes.get(l.head)] < s.frames) return s;
+            l.head++;
+        }
+        return null;
+    }
+
+    /** The receive stream on {@code conn} whose frames arrive now (the first not yet arrived in full), or null. */
+    private RecvStream recvHead(int conn) {
+        Line l = conn < recvLines.length ? recvLines[conn] : null;
+        if (l == null) return null;
+        while (l.head < l.streams.size()) {
+            RecvStream r = (RecvStream) l.streams.get(l.head);
+            if (r.arrived < r.frames) return r;
+            l.head++;
+        }
+        return null;
+    }
+
+    /** Whether every stream listed before {@code stream} on line {@code l} is done. */
+    private static boolean earlierDone(Line l, Object stream) {
+        for (Object o : l.streams) {
+            if (o == stream) return true;
+            if (o instanceof SendStream s ? !s.done() : !((RecvStream) o).done()) return false;
+        }
+        return true;
+    }
+
     private void postReceives(RecvStream r) {
+        if (r.posted >= r.frames) return;
+        Line l = recvLines[r.conn];
+        if (l.streams.size() > 1 && !earlierDone(l, r)) return;
         while (r.posted < r.frames && r.posted - r.released < Frames.SLOTS) {
             int slot = (int) (r.posted % Frames.SLOTS);
             transport.postRecv(r.conn, r.slots[slot], Frames.wrId(Frames.KIND_RECV, slot, r.tag));
@@ -295,6 +350,11 @@ final class FrameEngine {
     }
 
     private void postSends(SendStream s) {
+        if (s.posted >= s.frames) return;
+        for (int conn : s.conns) {
+            Line l = sendLines[conn];
+            if (l.streams.size() > 1 && !earlierDone(l, s)) return;
+        }
         while (s.posted < s.frames && s.posted - s.minCompleted() < Frames.SLOTS) {
             int slot = (int) (s.posted % Frames.SLOTS);
             s.source.fill(s.posted, s.slots[slot].segment());

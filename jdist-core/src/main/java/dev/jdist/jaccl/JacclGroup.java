@@ -3,11 +3,18 @@ package dev.jdist.jaccl;
 import dev.jdist.Array;
 import dev.jdist.DistributedException;
 import dev.jdist.ReduceOp;
+import dev.jdist.PeerOp;
 import dev.jdist.UnsupportedCollectiveException;
+import dev.jdist.algo.PeerOperations;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.Liveness;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
@@ -27,6 +34,8 @@ public final class JacclGroup implements GroupImpl {
     private final RdmaTransport transport;
     private final JacclCollectives collectives;
     private final FrameEngine engine;
+    /** The operations MLX lacks, as schedules run over the frame engine (docs/reference/collectives.md §13.9). */
+    private final PeerOperations peerOperations;
     /** Operations inside the verbs calls now, and whether close() began (then no new one enters). */
     private final AtomicInteger active = new AtomicInteger();
     private volatile boolean closing;
@@ -53,6 +62,29 @@ public final class JacclGroup implements GroupImpl {
         this.engine = new FrameEngine(transport, rank, timeout);
         this.collectives = topology == JacclConfig.Topology.MESH
                 ? new MeshCollectives(engine, size) : new RingCollectives(engine, size, wires);
+        boolean mesh = topology == JacclConfig.Topology.MESH;
+        this.peerOperations = new PeerOperations(rank, size, mesh ? PeerOperations.Reach.EVERY_RANK : PeerOperations.Reach.NEIGHBOURS,
+                new FrameScheduleRunner(engine, size, mesh ? 0 : wires), this::allGatherSendSizes, RING_HINT);
+    }
+
+    /**
+     * What a rank of a JACCL ring is told when it names a rank it has no connection to: MLX's ring rule, and how to get
+     * a topology that has them.
+     */
+    static final String RING_HINT = "the JACCL ring connects only neighbours (MLX's rule). For send/recv and batches "
+            + "between any ranks use the JACCL mesh: a device file (MLX_IBV_DEVICES) with a device for every pair of ranks, "
+            + "and MLX_JACCL_RING unset";
+
+    /** all_to_all_v on the ring: relaying ranks need every rank's send sizes (one all_gather of n int64 per rank). */
+    private long[][] allGatherSendSizes(long[] mine) {
+        MemorySegment in = Arena.ofAuto().allocate(8L * size, 8), all = Arena.ofAuto().allocate(8L * size * size, 8);
+        MemorySegment.copy(mine, 0, in, ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 0, size);
+        collectives.allGather(in, all, 8L * size);
+        long[][] bytes = new long[size][size];
+        for (int q = 0; q < size; q++) {
+            MemorySegment.copy(all, ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 8L * size * q, bytes[q], 0, size);
+        }
+        return bytes;
     }
 
     @Override public int rank() { return rank; }
@@ -93,6 +125,51 @@ public final class JacclGroup implements GroupImpl {
     @Override
     public void recv(Array out, int src) {
         guarded(() -> collectives.recv(out.segment(), out.nbytes(), src));
+    }
+
+    // ------------------------------------------------------------------ the operations MLX lacks (docs/reference/collectives.md §13.9)
+
+    /** JACCL's bytes are MLX's: with MLX peers possible only what MLX has runs (§13.1). */
+    @Override
+    public boolean mlxWire() { return true; }
+
+    /** The mesh reaches every rank, as MLX's JACCL mesh; the ring only its neighbours. */
+    @Override
+    public String beyondMlxPointToPoint(int peer) {
+        if (topology == JacclConfig.Topology.MESH || dev.jdist.algo.NeighbourSchedules.isNeighbour(rank, size, peer)) return null;
+        return "the JACCL ring sends only to a neighbour: ranks " + Math.floorMod(rank - 1, size) + " (left) and "
+                + (rank + 1) % size + " (right) of " + size;
+    }
+
+    @Override
+    public void broadcast(Array buffer, int root) {
+        guarded(() -> peerOperations.broadcast(buffer, root));
+    }
+
+    @Override
+    public void allToAll(Array in, Array out) {
+        guarded(() -> peerOperations.allToAll(in, out));
+    }
+
+    @Override
+    public void allToAllV(Array in, long[] sendCounts, Array out, long[] recvCounts) {
+        guarded(() -> peerOperations.allToAllV(in, sendCounts, out, recvCounts));
+    }
+
+    @Override
+    public void gather(Array in, Array out, int root) {
+        guarded(() -> peerOperations.gather(in, out, root));
+    }
+
+    @Override
+    public void scatter(Array in, Array out, int root) {
+        guarded(() -> peerOperations.scatter(in, out, root));
+    }
+
+    /** Single send/recv keep JACCL's own (§4.5, §4.6); a batch's messages are framed the same way, so they match in order. */
+    @Override
+    public void batchSendRecv(List<PeerOp> ops) {
+        guarded(() -> peerOperations.batchSendRecv(ops));
     }
 
     /** Runs an operation unless the group is closing; close() waits for it to leave. */

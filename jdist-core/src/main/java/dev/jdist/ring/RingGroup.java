@@ -11,7 +11,7 @@ import dev.jdist.algo.AlgorithmPolicy;
 import dev.jdist.algo.CollectiveKind;
 import dev.jdist.algo.HostLayout;
 import dev.jdist.algo.MeshAlgorithms;
-import dev.jdist.algo.PeerSchedules;
+import dev.jdist.algo.PeerOperations;
 import dev.jdist.algo.Topology;
 import dev.jdist.mesh.MeshSchedule;
 import dev.jdist.mesh.MeshTransport;
@@ -327,8 +327,7 @@ public final class RingGroup implements GroupImpl {
         if (size == 1) throw new IllegalArgumentException("cannot send to a singleton group");
         MeshState m = mesh;
         if (m != null) {
-            runMesh(m, "send to rank " + dst + " (direct)", PeerSchedules.batch(List.of(new PeerSchedules.Transfer(dst, true, x.nbytes()))),
-                    null, x.segment());
+            peerOperations(m).send(x, dst);
             return;
         }
         pointToPoint("send to rank " + dst, lastSend, x, dst, true);
@@ -339,8 +338,7 @@ public final class RingGroup implements GroupImpl {
         if (size == 1) throw new IllegalArgumentException("cannot recv from a singleton group");
         MeshState m = mesh;
         if (m != null) {
-            runMesh(m, "recv from rank " + src + " (direct)", PeerSchedules.batch(List.of(new PeerSchedules.Transfer(src, false, out.nbytes()))),
-                    out.segment(), null);
+            peerOperations(m).recv(out, src);
             return;
         }
         pointToPoint("recv from rank " + src, lastRecv, out, src, false);
@@ -371,91 +369,33 @@ public final class RingGroup implements GroupImpl {
 
     @Override
     public void broadcast(Array buffer, int root) {
-        MeshState m = meshFor("broadcast");
-        runMesh(m, "broadcast from rank " + root + " (binomial tree)", PeerSchedules.broadcast(rank, size, root, buffer.nbytes()),
-                buffer.segment(), null);
+        peerOperations(meshFor("broadcast")).broadcast(buffer, root);
     }
 
     @Override
     public void allToAllV(Array in, long[] sendCounts, Array out, long[] recvCounts) {
-        MeshState m = meshFor("all_to_all");
-        int s = in.dtype().itemSize();
-        long[] sb = new long[size], rb = new long[size];
-        for (int q = 0; q < size; q++) {
-            sb[q] = sendCounts[q] * s;
-            rb[q] = recvCounts[q] * s;
-        }
-        long[] so = PeerSchedules.offsets(sb), ro = PeerSchedules.offsets(rb);
-        MemorySegment.copy(in.segment(), so[rank], out.segment(), ro[rank], sb[rank]);
-        runMesh(m, "all_to_all (direct)", PeerSchedules.allToAll(rank, size, sb, rb), out.segment(), in.segment());
+        peerOperations(meshFor("all_to_all")).allToAllV(in, sendCounts, out, recvCounts);
     }
 
     @Override
     public void gather(Array in, Array out, int root) {
-        MeshState m = meshFor("gather");
-        long bytes = in.nbytes();
-        if (rank == root) {
-            MemorySegment.copy(in.segment(), 0, out.segment(), rank * bytes, bytes);
-            runMesh(m, "gather to rank " + root + " (direct)", PeerSchedules.gather(rank, size, root, bytes), out.segment(), null);
-        } else {
-            runMesh(m, "gather to rank " + root + " (direct)", PeerSchedules.gather(rank, size, root, bytes), in.segment(), null);
-        }
+        peerOperations(meshFor("gather")).gather(in, out, root);
     }
 
     @Override
     public void scatter(Array in, Array out, int root) {
-        MeshState m = meshFor("scatter");
-        long bytes = out.nbytes();
-        if (rank == root) {
-            MemorySegment.copy(in.segment(), rank * bytes, out.segment(), 0, bytes);
-            runMesh(m, "scatter from rank " + root + " (direct)", PeerSchedules.scatter(rank, size, root, bytes), in.segment(), null);
-        } else {
-            runMesh(m, "scatter from rank " + root + " (direct)", PeerSchedules.scatter(rank, size, root, bytes), out.segment(), null);
-        }
+        peerOperations(meshFor("scatter")).scatter(in, out, root);
     }
 
-    /**
-     * One mesh step holding every transfer (no order can deadlock). Several sends are packed into one input buffer and
-     * several receives land in one work buffer, then are copied out; a lone send or receive uses its array directly.
-     */
     @Override
     public void batchSendRecv(List<dev.jdist.PeerOp> ops) {
-        MeshState m = meshFor("batched send/recv");
-        List<PeerSchedules.Transfer> transfers = new ArrayList<>(ops.size());
-        List<Array> sends = new ArrayList<>(), recvs = new ArrayList<>();
-        long sendBytes = 0, recvBytes = 0;
-        for (dev.jdist.PeerOp op : ops) {
-            transfers.add(new PeerSchedules.Transfer(op.peer(), op.isSend(), op.array().nbytes()));
-            if (op.isSend()) {
-                sends.add(op.array());
-                sendBytes += op.array().nbytes();
-            } else {
-                recvs.add(op.array());
-                recvBytes += op.array().nbytes();
-            }
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment input = sends.size() == 1 ? sends.getFirst().segment() : pack(arena, sends, sendBytes);
-            MemorySegment work = recvs.size() == 1 ? recvs.getFirst().segment() : arena.allocate(Math.max(1, recvBytes), 16);
-            runMesh(m, "batch of " + ops.size() + " send/recv (direct)", PeerSchedules.batch(transfers), work, input);
-            if (recvs.size() > 1) {
-                long o = 0;
-                for (Array r : recvs) {
-                    MemorySegment.copy(work, o, r.segment(), 0, r.nbytes());
-                    o += r.nbytes();
-                }
-            }
-        }
+        peerOperations(meshFor("batched send/recv")).batchSendRecv(ops);
     }
 
-    private static MemorySegment pack(Arena arena, List<Array> arrays, long bytes) {
-        MemorySegment p = arena.allocate(Math.max(1, bytes), 16);
-        long o = 0;
-        for (Array a : arrays) {
-            MemorySegment.copy(a.segment(), 0, p, o, a.nbytes());
-            o += a.nbytes();
-        }
-        return p;
+    /** The operations MLX lacks over the mesh: every rank is reached directly (docs/reference/collectives.md §13.7). */
+    private PeerOperations peerOperations(MeshState m) {
+        return new PeerOperations(rank, size, PeerOperations.Reach.EVERY_RANK, (opName, schedule, work, input) ->
+                runMesh(m, opName, schedule, work, input), null, null);
     }
 
     private void pointToPoint(String opName, LastSchedule last, Array x, int peer, boolean sending) {

@@ -105,7 +105,7 @@ public interface GroupImpl extends AutoCloseable {
     /** The error of an operation this backend does not implement: what it is, and the backends that have it. */
     private UnsupportedCollectiveException lacks(String operation) {
         return new UnsupportedCollectiveException("the " + backendName() + " backend has no " + operation + " yet; the ring "
-                + "(between jdist ranks), mpi and nccl have it (docs/reference/collectives.md §13)");
+                + "and jaccl (between jdist ranks), mpi and nccl have it (docs/reference/collectives.md §13)");
     }
 
     /**

@@ -131,6 +131,62 @@ class FakeVerbsIT {
         assertThat(violations(so)).as("spec violations seen by the fake libibverbs").isEmpty();
     }
 
+    /**
+     * The operations MLX lacks (docs/reference/collectives.md §13.9) through the binding: every value {@link
+     * dev.jdist.CollectiveChecks} knows, each rank a JACCL group formed from MLX's variables as a user's would be, used
+     * as a group of known jdist members (as with a job token).
+     */
+    void runPeerOperations(Path dir, String matrix, int n, boolean ring, String qp) throws Throwable {
+        Path so = library(dir);
+        Path file = dir.resolve("devices-" + System.nanoTime() + ".json");
+        Files.writeString(file, matrix);
+        int port = FreePorts.one();
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            Future<?>[] fs = new Future<?>[n];
+            for (int r = 0; r < n; r++) {
+                int rank = r;
+                fs[r] = pool.submit(() -> {
+                    Map<String, String> env = new HashMap<>(Map.of("MLX_RANK", String.valueOf(rank), "MLX_IBV_DEVICES", file.toString(),
+                            "MLX_JACCL_COORDINATOR", "127.0.0.1:" + port, "JDIST_JACCL_LIB", so.toString(),
+                            "JDIST_JACCL_QP", qp, "JDIST_TIMEOUT", "60"));
+                    if (ring) env.put("MLX_JACCL_RING", "1");
+                    try (JacclGroup g = (JacclGroup) new JacclBackend().init(true, env).orElseThrow()) {
+                        dev.jdist.CollectiveChecks.Options o = new dev.jdist.CollectiveChecks.Options(java.util.List.of(DType.values()),
+                                java.util.List.of(DType.FLOAT32, DType.INT64), 1_200_000, true);
+                        assertThat(dev.jdist.CollectiveChecks.run(dev.jdist.CollectiveChecks.jdistGroup(g), ring ? o.neighboursOnly() : o))
+                                .as("rank %d", rank).isEmpty();
+                    }
+                    return null;
+                });
+            }
+            for (Future<?> f : fs) f.get(250, TimeUnit.SECONDS);
+        } finally {
+            pool.shutdownNow();
+        }
+        assertThat(violations(so)).as("spec violations seen by the fake libibverbs").isEmpty();
+    }
+
+    @Test
+    @Timeout(300)
+    void theOperationsMlxLacksOnAFiveRankMeshUc(@TempDir Path dir) throws Throwable {
+        StringBuilder m = new StringBuilder("[");
+        for (int q = 0; q < 5; q++) {
+            m.append(q == 0 ? "[" : ",[");
+            for (int p = 0; p < 5; p++) m.append(p == 0 ? "" : ",").append(p == q ? "null" : "\"fake" + (p % 4) + "\"");
+            m.append("]");
+        }
+        runPeerOperations(dir, m.append("]").toString(), 5, false, "uc");
+    }
+
+    @Test
+    @Timeout(300)
+    void theOperationsMlxLacksOnAFourRankRingTwoWiresRc(@TempDir Path dir) throws Throwable {
+        String row0 = "[null,[\"fake0\",\"fake1\"],null,[\"fake2\",\"fake3\"]]";
+        String row1 = "[[\"fake0\",\"fake1\"],null,[\"fake2\",\"fake3\"],null]";
+        runPeerOperations(dir, "[" + row0 + "," + row1 + "," + row0 + "," + row1 + "]", 4, true, "rc");
+    }
+
     @Test
     @Timeout(200)
     void threeRankMeshUc(@TempDir Path dir) throws Throwable {
