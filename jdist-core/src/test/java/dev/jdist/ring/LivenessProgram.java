@@ -15,7 +15,8 @@ import dev.jdist.PeerUnresponsiveException;
  * A rank for the liveness tests (and bench/chaos/): forms its group with {@code Distributed.init}, then
  * <ul>
  *   <li>{@code loop ITERATIONS SECONDS [PAUSE_RANK PAUSE_SECONDS PAUSE_AT]}: all_sum of 1000 float32 in a loop, checking
- *       every sum; rank PAUSE_RANK sleeps PAUSE_SECONDS before iteration PAUSE_AT (a healthy rank that computes long);</li>
+ *       every sum, until ITERATIONS or SECONDS (the ranks stop together: the sums carry whether each wants another
+ *       round); rank PAUSE_RANK sleeps PAUSE_SECONDS before iteration PAUSE_AT (a healthy rank that computes long);</li>
  *   <li>{@code mismatch op|dtype|shape RANK [SECONDS]}: one all_sum first, then rank RANK calls another collective than
  *       the others (op: all_sum float32[1024] against all_gather int32[12]; dtype: int32[256] against float32[256];
  *       shape: [2,128] against [256]), then, after SECONDS of sleep, 20 more all_sums.</li>
@@ -60,14 +61,22 @@ public final class LivenessProgram {
         long pauseSeconds = args.length > 4 ? Long.parseLong(args[4]) : 0;
         long pauseAt = args.length > 5 ? Long.parseLong(args[5]) : -1;
         Array x = Array.ones(DType.FLOAT32, 1000);
-        for (long i = 0; i < iterations && System.nanoTime() < end; i++) {
+        // element 0 says whether this rank wants another round; all stop together when one does not (time is local)
+        float[] last = new float[1000];
+        java.util.Arrays.fill(last, 1f);
+        last[0] = 0f;
+        Array lastRound = Array.fromFloats(last, 1000);
+        boolean more = true;
+        for (long i = 0; more; i++) {
+            boolean mine = i + 1 < iterations && System.nanoTime() < end;
             if (i == pauseAt && g.rank() == pauseRank) {
                 System.out.println("rank " + g.rank() + " pausing " + pauseSeconds + " s");
                 System.out.flush();
                 Thread.sleep(pauseSeconds * 1000);
             }
-            Array y = g.allSum(x);
+            Array y = g.allSum(mine ? x : lastRound);
             if (y.getDouble(999) != g.size()) throw new IllegalStateException("wrong sum " + y.getDouble(999) + " at iteration " + i);
+            more = y.getDouble(0) == g.size();
             if (i == 0) {
                 String mesh = g.impl() instanceof RingGroup rg ? rg.peerMesh().map(m -> " (mesh connections: " + m.openConnections()
                         + ", over shared memory: " + m.sharedMemoryConnections() + ")").orElse("") : "";
