@@ -68,7 +68,17 @@ class FakeVerbsIT {
         return ((MemorySegment) h.invokeExact()).reinterpret(8192).getString(0);
     }
 
-    void runGroup(Path dir, String matrix, int n, boolean ring, String qp) throws Throwable {
+    /** What one rank does with its group (a thread per rank; {@code rank} is its MLX_RANK). */
+    interface RankBody {
+        void run(JacclGroup g, int rank) throws Exception;
+    }
+
+    /**
+     * Forms an n-rank JACCL group over the fake library from MLX's variables, one thread per rank (the fake joins the
+     * queue pairs of one process), runs {@code body} on every rank within {@code seconds}, and checks that the fake saw
+     * no deviation from the reference.
+     */
+    void runRanks(Path dir, String matrix, int n, boolean ring, String qp, long seconds, RankBody body) throws Throwable {
         Path so = library(dir);
         Path file = dir.resolve("devices-" + System.nanoTime() + ".json");
         Files.writeString(file, matrix);
@@ -84,51 +94,57 @@ class FakeVerbsIT {
                             "JDIST_JACCL_QP", qp, "JDIST_TIMEOUT", "60"));
                     if (ring) env.put("MLX_JACCL_RING", "1");
                     try (JacclGroup g = (JacclGroup) new JacclBackend().init(true, env).orElseThrow()) {
-                        assertThat(g.topology()).isEqualTo(ring ? JacclConfig.Topology.RING : JacclConfig.Topology.MESH);
-                        for (int count : new int[]{10, 200_001}) {
-                            float[] v = new float[count];
-                            for (int i = 0; i < count; i++) v[i] = rank + i % 5;
-                            Array out = Array.zeros(DType.FLOAT32, count);
-                            g.allReduce(Array.fromFloats(v, count), out, ReduceOp.SUM);
-                            float[] got = out.toFloatArray();
-                            for (int i = 0; i < count; i++) {
-                                assertThat(got[i]).as("rank %d all_sum[%d] of %d", rank, i, count).isEqualTo(n * (n - 1) / 2f + n * (i % 5));
-                            }
-                            Array max = Array.zeros(DType.FLOAT32, count);
-                            g.allReduce(Array.fromFloats(v, count), max, ReduceOp.MAX);
-                            assertThat(max.toFloatArray()[count - 1]).isEqualTo(n - 1 + (count - 1) % 5);
-                        }
-                        Array gathered = Array.zeros(DType.INT32, n * 3000);
-                        int[] mine = new int[3000];
-                        java.util.Arrays.fill(mine, rank * 7);
-                        g.allGather(Array.fromInts(mine, 3000), gathered);
-                        int[] all = gathered.toIntArray();
-                        for (int q = 0; q < n; q++) assertThat(all[q * 3000 + 2999]).isEqualTo(q * 7);
-                        int[] chunks = new int[n * 40_000];
-                        for (int i = 0; i < chunks.length; i++) chunks[i] = i;
-                        Array part = Array.zeros(DType.INT32, 40_000);
-                        g.sumScatter(Array.fromInts(chunks, chunks.length), part);
-                        assertThat(part.toIntArray()[123]).isEqualTo(n * (rank * 40_000 + 123));
-                        int right = (rank + 1) % n, left = (rank - 1 + n) % n;
-                        Array msg = Array.fromInts(new int[]{rank, 42, 43}, 3);
-                        Array got = Array.zeros(DType.INT32, 3);
-                        if (rank % 2 == 0) {
-                            g.send(msg, right);
-                            g.recv(got, left);
-                        } else {
-                            g.recv(got, left);
-                            g.send(msg, right);
-                        }
-                        assertThat(got.toIntArray()).containsExactly(left, 42, 43);
+                        body.run(g, rank);
                     }
                     return null;
                 });
             }
-            for (Future<?> f : fs) f.get(150, TimeUnit.SECONDS);
+            for (Future<?> f : fs) f.get(seconds, TimeUnit.SECONDS);
         } finally {
             pool.shutdownNow();
         }
         assertThat(violations(so)).as("spec violations seen by the fake libibverbs").isEmpty();
+    }
+
+    void runGroup(Path dir, String matrix, int n, boolean ring, String qp) throws Throwable {
+        runRanks(dir, matrix, n, ring, qp, 150, (g, rank) -> {
+            assertThat(g.topology()).isEqualTo(ring ? JacclConfig.Topology.RING : JacclConfig.Topology.MESH);
+            for (int count : new int[]{10, 200_001}) {
+                float[] v = new float[count];
+                for (int i = 0; i < count; i++) v[i] = rank + i % 5;
+                Array out = Array.zeros(DType.FLOAT32, count);
+                g.allReduce(Array.fromFloats(v, count), out, ReduceOp.SUM);
+                float[] got = out.toFloatArray();
+                for (int i = 0; i < count; i++) {
+                    assertThat(got[i]).as("rank %d all_sum[%d] of %d", rank, i, count).isEqualTo(n * (n - 1) / 2f + n * (i % 5));
+                }
+                Array max = Array.zeros(DType.FLOAT32, count);
+                g.allReduce(Array.fromFloats(v, count), max, ReduceOp.MAX);
+                assertThat(max.toFloatArray()[count - 1]).isEqualTo(n - 1 + (count - 1) % 5);
+            }
+            Array gathered = Array.zeros(DType.INT32, n * 3000);
+            int[] mine = new int[3000];
+            java.util.Arrays.fill(mine, rank * 7);
+            g.allGather(Array.fromInts(mine, 3000), gathered);
+            int[] all = gathered.toIntArray();
+            for (int q = 0; q < n; q++) assertThat(all[q * 3000 + 2999]).isEqualTo(q * 7);
+            int[] chunks = new int[n * 40_000];
+            for (int i = 0; i < chunks.length; i++) chunks[i] = i;
+            Array part = Array.zeros(DType.INT32, 40_000);
+            g.sumScatter(Array.fromInts(chunks, chunks.length), part);
+            assertThat(part.toIntArray()[123]).isEqualTo(n * (rank * 40_000 + 123));
+            int right = (rank + 1) % n, left = (rank - 1 + n) % n;
+            Array msg = Array.fromInts(new int[]{rank, 42, 43}, 3);
+            Array got = Array.zeros(DType.INT32, 3);
+            if (rank % 2 == 0) {
+                g.send(msg, right);
+                g.recv(got, left);
+            } else {
+                g.recv(got, left);
+                g.send(msg, right);
+            }
+            assertThat(got.toIntArray()).containsExactly(left, 42, 43);
+        });
     }
 
     /**
@@ -137,34 +153,12 @@ class FakeVerbsIT {
      * as a group of known jdist members (as with a job token).
      */
     void runPeerOperations(Path dir, String matrix, int n, boolean ring, String qp) throws Throwable {
-        Path so = library(dir);
-        Path file = dir.resolve("devices-" + System.nanoTime() + ".json");
-        Files.writeString(file, matrix);
-        int port = FreePorts.one();
-        ExecutorService pool = Executors.newFixedThreadPool(n);
-        try {
-            Future<?>[] fs = new Future<?>[n];
-            for (int r = 0; r < n; r++) {
-                int rank = r;
-                fs[r] = pool.submit(() -> {
-                    Map<String, String> env = new HashMap<>(Map.of("MLX_RANK", String.valueOf(rank), "MLX_IBV_DEVICES", file.toString(),
-                            "MLX_JACCL_COORDINATOR", "127.0.0.1:" + port, "JDIST_JACCL_LIB", so.toString(),
-                            "JDIST_JACCL_QP", qp, "JDIST_TIMEOUT", "60"));
-                    if (ring) env.put("MLX_JACCL_RING", "1");
-                    try (JacclGroup g = (JacclGroup) new JacclBackend().init(true, env).orElseThrow()) {
-                        dev.jdist.CollectiveChecks.Options o = new dev.jdist.CollectiveChecks.Options(java.util.List.of(DType.values()),
-                                java.util.List.of(DType.FLOAT32, DType.INT64), 1_200_000, true);
-                        assertThat(dev.jdist.CollectiveChecks.run(dev.jdist.CollectiveChecks.jdistGroup(g), ring ? o.neighboursOnly() : o))
-                                .as("rank %d", rank).isEmpty();
-                    }
-                    return null;
-                });
-            }
-            for (Future<?> f : fs) f.get(250, TimeUnit.SECONDS);
-        } finally {
-            pool.shutdownNow();
-        }
-        assertThat(violations(so)).as("spec violations seen by the fake libibverbs").isEmpty();
+        runRanks(dir, matrix, n, ring, qp, 250, (g, rank) -> {
+            dev.jdist.CollectiveChecks.Options o = new dev.jdist.CollectiveChecks.Options(java.util.List.of(DType.values()),
+                    java.util.List.of(DType.FLOAT32, DType.INT64), 1_200_000, true);
+            assertThat(dev.jdist.CollectiveChecks.run(dev.jdist.CollectiveChecks.jdistGroup(g), ring ? o.neighboursOnly() : o))
+                    .as("rank %d", rank).isEmpty();
+        });
     }
 
     @Test
