@@ -35,7 +35,7 @@ JDIST="$ROOT/bin/jdist"
 "$JDIST" --version >/dev/null   # builds jdist once, before anything is timed
 
 # Small sizes: many timed calls; large sizes: few.
-SMALL=(4 1024 3000 200)             # min max iters warm-up
+SMALL=(4 1024 20000 20000)          # min max iters warm-up (the JVM's JIT needs the first ~0.2 s)
 LARGE=(1048576 268435456 20 5)
 
 # measure CONFIG MIN MAX ITERS WARMUP: prints the data rows ("size median p99 ... busbw ...") of one run
