@@ -51,7 +51,8 @@ import java.util.function.Function;
  * operation, for the peers it needs; the lower rank of a pair connects, the higher accepts; both prove the job token
  * (or, without one, the group's identity) with the ring's handshake ({@link Proofs}: the caller passes the ring's
  * {@code RingAuthenticator}) bound to both ranks and to the group. A connection stays open until {@link #close()} or a failure.
- * With {@link Settings#shmLinkBytes()} (the ring runs over shared memory), a pair on one host then agrees on a
+ * With {@link Settings#shmLinkBytes()} (the ring runs over shared memory, or the job spans several hosts), a pair on
+ * one host then agrees on a
  * shared-memory file over the new connection ({@link MeshShm}), and its byte streams run through two {@link
  * dev.jdist.shm.ShmLink}s; the connection stays for doorbells and to tell when the peer is gone. A pair that cannot (a
  * full {@code /dev/shm}, another container) stays on TCP, with one line on stderr.
@@ -323,7 +324,7 @@ public final class PeerMesh implements AutoCloseable {
         return c;
     }
 
-    /** Whether the pair with {@code peer} tries shared memory once connected: the ring's is shared, and one host. */
+    /** Whether the pair with {@code peer} tries shared memory once connected: this mesh uses it, and one host. */
     private boolean sharedMemoryPair(int peer) { return shmCapacity > 0 && sameHost(rank, peer); }
 
     /** The first 8 bytes of the mesh id, as a number: ties a pair's shared-memory file to this group. */

@@ -79,6 +79,8 @@ public final class RingGroup implements GroupImpl {
         final LastMesh lastAllReduce = new LastMesh();
         final LastMesh lastAllGather = new LastMesh();
         final LastMesh lastSumScatter = new LastMesh();
+        /** The operations MLX lacks over this mesh, made at first use (operations run one at a time). */
+        PeerOperations peerOperations;
 
         MeshState(PeerMesh mesh, Topology topology, long hostId, boolean tcpOnly, AlgorithmPolicy policy) {
             this.mesh = mesh;
@@ -394,8 +396,12 @@ public final class RingGroup implements GroupImpl {
 
     /** The operations MLX lacks over the mesh: every rank is reached directly (docs/reference/collectives.md §13.7). */
     private PeerOperations peerOperations(MeshState m) {
-        return new PeerOperations(rank, size, PeerOperations.Reach.EVERY_RANK, (opName, schedule, work, input) ->
-                runMesh(m, opName, schedule, work, input), null, null);
+        PeerOperations p = m.peerOperations;
+        if (p == null) {
+            m.peerOperations = p = new PeerOperations(rank, size, PeerOperations.Reach.EVERY_RANK, (opName, schedule, work, input) ->
+                    runMesh(m, opName, schedule, work, input), null, null);
+        }
+        return p;
     }
 
     private void pointToPoint(String opName, LastSchedule last, Array x, int peer, boolean sending) {
@@ -526,8 +532,10 @@ public final class RingGroup implements GroupImpl {
     @Override
     public void membersAreJdist(JobTable table, Map<String, String> env) {
         if (size == 1 || mesh != null) return;
+        // JDIST_TRANSPORT=tcp named (not merely the default): the mesh's pairs stay on TCP even across hosts
         String transportText = env.get(RingSettings.TRANSPORT);
-        boolean tcpOnly = transportText != null && transportText.strip().equalsIgnoreCase("tcp");
+        boolean tcpOnly = transportText != null && !transportText.isBlank()
+                && RingSettings.parseTransport(transportText) == RingSettings.Transport.TCP;
         formMesh(AlgorithmPolicy.fromEnvironment(env), hostId(env), tcpOnly, "rank " + rank);
     }
 
