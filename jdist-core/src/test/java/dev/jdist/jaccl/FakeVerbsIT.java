@@ -68,6 +68,17 @@ class FakeVerbsIT {
         return ((MemorySegment) h.invokeExact()).reinterpret(8192).getString(0);
     }
 
+    /** A device matrix in which every rank has a (fake) device to every other: a mesh of {@code n}. */
+    static String fullMesh(int n) {
+        StringBuilder m = new StringBuilder("[");
+        for (int q = 0; q < n; q++) {
+            m.append(q == 0 ? "[" : ",[");
+            for (int p = 0; p < n; p++) m.append(p == 0 ? "" : ",").append(p == q ? "null" : "\"fake" + (p % 4) + "\"");
+            m.append("]");
+        }
+        return m.append("]").toString();
+    }
+
     /** What one rank does with its group (a thread per rank; {@code rank} is its MLX_RANK). */
     interface RankBody {
         void run(JacclGroup g, int rank) throws Exception;
@@ -164,13 +175,7 @@ class FakeVerbsIT {
     @Test
     @Timeout(300)
     void theOperationsMlxLacksOnAFiveRankMeshUc(@TempDir Path dir) throws Throwable {
-        StringBuilder m = new StringBuilder("[");
-        for (int q = 0; q < 5; q++) {
-            m.append(q == 0 ? "[" : ",[");
-            for (int p = 0; p < 5; p++) m.append(p == 0 ? "" : ",").append(p == q ? "null" : "\"fake" + (p % 4) + "\"");
-            m.append("]");
-        }
-        runPeerOperations(dir, m.append("]").toString(), 5, false, "uc");
+        runPeerOperations(dir, fullMesh(5), 5, false, "uc");
     }
 
     @Test
@@ -206,13 +211,7 @@ class FakeVerbsIT {
     @Test
     @Timeout(300)
     void eightRankMeshUc(@TempDir Path dir) throws Throwable {
-        StringBuilder m = new StringBuilder("[");
-        for (int q = 0; q < 8; q++) {
-            m.append(q == 0 ? "[" : ",[");
-            for (int p = 0; p < 8; p++) m.append(p == 0 ? "" : ",").append(p == q ? "null" : "\"fake" + (p % 4) + "\"");
-            m.append("]");
-        }
-        runGroup(dir, m.append("]").toString(), 8, false, "uc");
+        runGroup(dir, fullMesh(8), 8, false, "uc");
     }
 
     @Test
