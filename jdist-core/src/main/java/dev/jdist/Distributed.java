@@ -78,8 +78,18 @@ public final class Distributed {
         if (cached != null) return cached;
 
         String chosen = chosenBackend(backend, env);
-        JobDiscovery.Finding finding = JobDiscovery.inspect(env);
         boolean any = chosen.equals("any");
+        JobDiscovery.Finding finding;
+        ConfigException rendezvousProblem = null;
+        try {
+            finding = JobDiscovery.inspect(env);
+        } catch (ConfigException e) {
+            // the MPI backend forms an MPI launcher's job without the rendezvous, so what only the rendezvous needs
+            // (rank 0's host, when the ranks span hosts) is no error for it
+            if (!(chosen.equals("mpi") || any) || !JobDiscovery.startedByMpiLauncher(env)) throw e;
+            finding = new JobDiscovery.Finding(JobSource.MPI, Optional.empty(), List.of());
+            rendezvousProblem = e;
+        }
         // the mpi backend starts itself (MPI_Init); under "any" an MPI launcher's job stays an MPI job, as before
         if (finding.job().isPresent() && !chosen.equals("mpi") && !(any && finding.source() == JobSource.MPI)) {
             return joinThroughRendezvous(chosen, finding.job().get(), env);
@@ -107,6 +117,10 @@ public final class Distributed {
                       + "); launch with `jdist launch` or set MLX_RANK and MLX_HOSTFILE"
                     : "the '" + chosen + "' backend is not configured; launch with `jdist launch --backend "
                       + chosen + "` or set its environment variables");
+        }
+        if (rendezvousProblem != null) {
+            throw new ConfigException("no backend formed the group of this MPI launcher's job (tried " + String.join(", ", candidates)
+                    + "), and it cannot meet through the rendezvous either: " + rendezvousProblem.getMessage(), rendezvousProblem);
         }
         String alone = JobEvidence.severalProcesses(finding, env, candidates, Distributed::unavailableReason);
         if (alone != null) throw new ConfigException(alone);

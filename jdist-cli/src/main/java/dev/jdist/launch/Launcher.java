@@ -99,14 +99,14 @@ public final class Launcher {
             }
         }
         TerminalSize term = TerminalSize.detect(env);
-        String token = o.mlxCompatible || backend.equals("mpi") ? null : newJobToken();
+        String token = o.mlxCompatible ? null : newJobToken();
         JobFlightRecords records = JobFlightRecords.forNewJob(env);
         EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, hosts.hosts(), hosts.envs(), o.ranks.env,
                 term.columns(), term.lines(), o.verbose, p.repeat(), p.connectionsPerIp(), p.startingPort(), p.ncclPort(), token,
                 records.dir().toString());
 
         if (backend.equals("mpi")) {
-            return runMpi(inputs, o, argv, log);
+            return runMpi(inputs, records, o, argv, log);
         }
         if (placement.placement() == Placement.SRUN) {
             return runSrun(inputs, o, p, command, argv, log);
@@ -237,13 +237,15 @@ public final class Launcher {
         out.flush();
     }
 
-    private int runMpi(EnvironmentPlan.Inputs inputs, LaunchOptions o, List<String> argv, ConsoleLog log) throws InterruptedException {
+    private int runMpi(EnvironmentPlan.Inputs inputs, JobFlightRecords records, LaunchOptions o, List<String> argv, ConsoleLog log)
+            throws InterruptedException {
         Path mpirun = Executables.onPath("mpirun").orElseThrow(() -> CliFailure.of(1,
                 "mpirun not found on PATH (" + System.getenv("PATH") + "); install Open MPI or put its bin directory on PATH"));
         List<EnvEntry> entries = new ArrayList<>(MpiLaunch.discover(mpirun));
         entries.addAll(EnvironmentPlan.commonEntries(inputs, false, new ArrayList<>()));
         List<String> words = MpiLaunch.mpiArgWords(o.mpiArg);
-        boolean ompi4 = MpiLaunch.isOpenMpi4(Executables.output(List.of(mpirun.toString(), "--version"), 10).orElse(""));
+        String version = Executables.output(List.of(mpirun.toString(), "--version"), 10).orElse("");
+        boolean ompi4 = MpiLaunch.isOpenMpi4(version);
         Path hostfile;
         try {
             hostfile = Files.createTempFile("jdist-mpi-hosts-", ".txt");
@@ -252,19 +254,27 @@ public final class Launcher {
             throw CliFailure.of(1, "cannot write the temporary MPI hostfile: " + e.getMessage());
         }
         try {
-            List<String> cmd = MpiLaunch.argv(mpirun.toString(), ompi4, hostfile.toString(), o.cwd, entries, words, argv);
+            MpiLaunch.JdistVariables jdistVars = MpiLaunch.jdistVariables(inputs.jobToken(), inputs.dumpDir(), entries,
+                    MpiLaunch.isOpenMpi(version), o.mlxCompatible);
+            List<String> cmd = MpiLaunch.argv(mpirun.toString(), ompi4, hostfile.toString(), o.cwd, entries,
+                    jdistVars.forwardedNames(), words, argv);
+            Map<String, String> mpirunEnv = jdistVars.environment();
             log.info("Using '" + mpirun + "'");
             log.info("Running " + String.join(" ", cmd));
             if (o.dryRun) {
                 out.println("# dry run: nothing is started");
                 out.println("mpirun: " + ShellQuote.join(cmd));
+                mpirunEnv.forEach((k, v) -> out.println("mpirun's environment: " + k + "="
+                        + (k.equals("JDIST_JOB_TOKEN") ? "(a fresh job token)" : v)));
                 out.print("hostfile " + hostfile + ":\n" + MpiLaunch.hostfile(inputs.hosts()));
                 out.flush();
                 return 0;
             }
             Process proc;
             try {
-                proc = new ProcessBuilder(cmd).inheritIO().start();
+                ProcessBuilder pb = new ProcessBuilder(cmd).inheritIO();
+                pb.environment().putAll(mpirunEnv);
+                proc = pb.start();
             } catch (IOException e) {
                 throw CliFailure.of(1, "cannot start " + mpirun + ": " + e.getMessage());
             }
@@ -299,7 +309,11 @@ public final class Launcher {
                 }
                 return 128 + sig;
             }
-            return proc.exitValue();
+            int status = proc.exitValue();
+            // mpirun says nothing of how each rank ended: the analysis goes by the records alone
+            List<HostEntry> remote = inputs.hosts().stream().filter(h -> !h.isLocal()).toList();
+            records.afterJob(status == 0, remote, inputs.hosts().size(), Map.of(), Executables.ssh(), log);
+            return status;
         } finally {
             try {
                 Files.deleteIfExists(hostfile);

@@ -75,6 +75,38 @@ public final class MpiLaunch {
         return List.of(new EnvEntry("DYLD_LIBRARY_PATH", lib), new EnvEntry("MLX_MPI_LIBNAME", name.get()));
     }
 
+    /**
+     * jdist's own variables for the ranks of an mpi job ([jdist], docs/reference/launcher.md §5.5): {@code environment}
+     * goes into {@code mpirun}'s own environment, and each of {@code forwardedNames} becomes a {@code -x NAME} word pair
+     * after MLX's entries. A name alone makes Open MPI pass the value from {@code mpirun}'s environment to every rank on
+     * every host, so the job token never appears on a command line (which every user of the host can read). MPICH's
+     * {@code mpiexec} passes its whole environment on and does not know {@code -x}: nothing is forwarded by name there.
+     */
+    public record JdistVariables(Map<String, String> environment, List<String> forwardedNames) {}
+
+    /**
+     * @param token         {@code JDIST_JOB_TOKEN}, or null ({@code --mlx-compatible})
+     * @param dumpDir       {@code JDIST_DUMP_DIR} (the job's flight-record directory), or null
+     * @param argvEntries   MLX's {@code -x} entries (discovery, hostfile {@code envs}, {@code --env}, terminal size): a
+     *                      name among them is left to them
+     * @param openMpi       whether {@code mpirun --version} names Open MPI
+     * @param mlxCompatible {@code --mlx-compatible}: the command line stays exactly MLX's (nothing forwarded by name)
+     */
+    public static JdistVariables jdistVariables(String token, String dumpDir, List<EnvEntry> argvEntries, boolean openMpi,
+                                                boolean mlxCompatible) {
+        Map<String, String> env = new LinkedHashMap<>();
+        if (token != null) env.put("JDIST_JOB_TOKEN", token);
+        if (dumpDir != null) env.put("JDIST_DUMP_DIR", dumpDir);
+        env.keySet().removeIf(name -> argvEntries.stream().anyMatch(e -> e.name().equals(name)));
+        List<String> forwarded = openMpi && !mlxCompatible ? List.copyOf(env.keySet()) : List.of();
+        return new JdistVariables(env, forwarded);
+    }
+
+    /** Whether {@code mpirun --version} output names Open MPI (any version). */
+    public static boolean isOpenMpi(String versionOutput) {
+        return versionOutput != null && versionOutput.contains("Open MPI");
+    }
+
     /** Splits every {@code --mpi-arg} value like a POSIX shell. */
     public static List<String> mpiArgWords(List<String> mpiArgs) {
         List<String> out = new ArrayList<>();
@@ -94,6 +126,12 @@ public final class MpiLaunch {
      */
     public static List<String> argv(String mpirun, boolean openMpi4, String hostfile, String cwd, List<EnvEntry> env,
                                     List<String> mpiArgWords, List<String> command) {
+        return argv(mpirun, openMpi4, hostfile, cwd, env, List.of(), mpiArgWords, command);
+    }
+
+    /** The same, with {@code -x NAME} for each of {@code forwardedNames} ({@link JdistVariables}) after MLX's entries. */
+    public static List<String> argv(String mpirun, boolean openMpi4, String hostfile, String cwd, List<EnvEntry> env,
+                                    List<String> forwardedNames, List<String> mpiArgWords, List<String> command) {
         List<String> a = new ArrayList<>();
         a.add(mpirun);
         if (!openMpi4) {
@@ -109,6 +147,10 @@ public final class MpiLaunch {
         for (EnvEntry e : env) {
             a.add("-x");
             a.add(e.toString());
+        }
+        for (String name : forwardedNames) {
+            a.add("-x");
+            a.add(name);
         }
         a.addAll(mpiArgWords);
         a.add("--");

@@ -5,6 +5,7 @@ import dev.jdist.hosts.HostList;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
+import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -29,6 +30,31 @@ class MpiLaunchTest {
                 "-x", "A=1", "-x", "1X=2", "--mca", "btl_tcp_if_include", "en0", "--", "python3", "x.py");
         assertThat(MpiLaunch.argv("m", false, "h", null, List.of(), List.of(), List.of("x")))
                 .containsExactly("m", "--output", ":raw", "--hostfile", "h", "--", "x");
+    }
+
+    @Test
+    void theTokenAndDumpDirectoryReachTheRanksByNameNeverAsValuesOnTheCommandLine() {
+        var open = MpiLaunch.jdistVariables("t0k", "/tmp/jdist-job-x", List.of(), true, false);
+        assertThat(open.environment()).containsExactly(Map.entry("JDIST_JOB_TOKEN", "t0k"), Map.entry("JDIST_DUMP_DIR", "/tmp/jdist-job-x"));
+        assertThat(open.forwardedNames()).containsExactly("JDIST_JOB_TOKEN", "JDIST_DUMP_DIR");
+        assertThat(MpiLaunch.argv("m", true, "h", null, List.of(new EnvEntry("MLX_MPI_LIBNAME", "libmpi.so.40")),
+                open.forwardedNames(), List.of("--oversubscribe"), List.of("x")))
+                .containsExactly("m", "--hostfile", "h", "-x", "MLX_MPI_LIBNAME=libmpi.so.40", "-x", "JDIST_JOB_TOKEN",
+                        "-x", "JDIST_DUMP_DIR", "--oversubscribe", "--", "x");
+        // MPICH's mpiexec passes its environment on and rejects -x
+        var mpich = MpiLaunch.jdistVariables("t0k", "/d", List.of(), false, false);
+        assertThat(mpich.environment()).containsOnlyKeys("JDIST_JOB_TOKEN", "JDIST_DUMP_DIR");
+        assertThat(mpich.forwardedNames()).isEmpty();
+        // --mlx-compatible: no token, and MLX's command line exactly
+        var compatible = MpiLaunch.jdistVariables(null, "/d", List.of(), true, true);
+        assertThat(compatible.environment()).containsExactly(Map.entry("JDIST_DUMP_DIR", "/d"));
+        assertThat(compatible.forwardedNames()).isEmpty();
+        // a variable MLX's entries already pass (hostfile envs, --env) is left to them
+        var given = MpiLaunch.jdistVariables("t", "/d", List.of(new EnvEntry("JDIST_DUMP_DIR", "/shared")), true, false);
+        assertThat(given.environment()).containsOnlyKeys("JDIST_JOB_TOKEN");
+        assertThat(given.forwardedNames()).containsExactly("JDIST_JOB_TOKEN");
+        assertThat(MpiLaunch.isOpenMpi("mpirun (Open MPI) 5.0.3")).isTrue();
+        assertThat(MpiLaunch.isOpenMpi("HYDRA build details:\n    Version: 4.1")).isFalse();
     }
 
     @Test

@@ -220,6 +220,12 @@ public final class JobDiscovery {
                 "PET_MASTER_ADDR", "PET_MASTER_PORT", null, null));
     }
 
+    /** Whether an MPI launcher (Open MPI, an MPICH/Hydra launcher, a PMIx launcher) started this process. */
+    public static boolean startedByMpiLauncher(Map<String, String> env) {
+        return isSet(env, "OMPI_COMM_WORLD_RANK") || isSet(env, "OMPI_COMM_WORLD_SIZE") || isSet(env, "PMI_RANK")
+                || isSet(env, "PMI_SIZE") || isSet(env, "PMIX_RANK");
+    }
+
     static Optional<ClusterJob> mpi(Map<String, String> env) {
         Facts f = new Facts(JobSource.MPI);
         String rankVar;
