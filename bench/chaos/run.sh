@@ -7,7 +7,9 @@
 #   partition  (root) iptables DROP of everything in and out of one network namespace host (NetnsClusterMain)
 #   load       the kill trials again with one bounded busy loop per core running
 #   degraded   (root) a healthy job of 100 all_sums of 1 MiB over the namespace hosts: clean, 5 % packet loss into one
-#              host (iptables statistic), one host's link limited by tc tbf; it must complete with correct sums
+#              host (iptables statistic), one host's link limited by tc tbf, 20 ms of extra delay each way on the
+#              connections one host opens (bench/lib/delay-relay.py behind an iptables REDIRECT: no sch_netem here);
+#              it must complete with correct sums
 #
 # Backends: tcp (the ring over TCP), shm (the ring over shared memory), mpi (Open MPI's mpirun, JDIST_TIMEOUT + MPI_Abort),
 # nccl (the NCCL backend against the stand-in libnccl/libcudart of jdist-core/src/test/c, built here with gcc, its ranks
@@ -111,7 +113,7 @@ cleanup() {
   trap - EXIT INT TERM
   end_pids "${RANK_PIDS[@]}" "${EXTRA_PIDS[@]}"
   stop_load
-  [ -n "$FAULT_NS" ] && { ip netns exec "$FAULT_NS" iptables -F; ip netns exec "$FAULT_NS" tc qdisc del dev eth0 root; } 2>/dev/null
+  [ -n "$FAULT_NS" ] && { ip netns exec "$FAULT_NS" iptables -F; ip netns exec "$FAULT_NS" iptables -t nat -F; ip netns exec "$FAULT_NS" tc qdisc del dev eth0 root; } 2>/dev/null
   if [ -n "$CLUSTER_PID" ]; then
     kill -TERM "$CLUSTER_PID" 2>/dev/null   # NetnsClusterMain removes its namespaces, bridge and processes
     for _ in $(seq 300); do kill -0 "$CLUSTER_PID" 2>/dev/null || break; sleep 0.1; done
@@ -337,13 +339,21 @@ if has partition "${FAULT[@]}" || has degraded "${FAULT[@]}"; then
     has partition "${FAULT[@]}" && run_trials tcp partition
     if has degraded "${FAULT[@]}"; then
       runs=$(( TRIALS < 3 ? TRIALS : 3 ))
-      for link in clean loss5 tbf; do
+      for link in clean loss5 tbf delay20; do
         for ((t = 1; t <= runs; t++)); do
           over_budget && { log "budget spent: degraded stops"; break 2; }
           FAULT_NS=${CLUSTER_NAMESPACES[1]}
           case $link in
             loss5) ip netns exec "$FAULT_NS" iptables -A INPUT -m statistic --mode random --probability 0.05 -j DROP ;;
             tbf) ip netns exec "$FAULT_NS" tc qdisc add dev eth0 root tbf rate 200mbit burst 75000 latency 50ms ;;
+            delay20)   # host 1's own outgoing TCP (not ssh, not to itself) through the relay; it ends by itself too
+              ip netns exec "$FAULT_NS" iptables -t nat -A OUTPUT -d "${CLUSTER_ADDRESSES[1]}" -j RETURN
+              ip netns exec "$FAULT_NS" iptables -t nat -A OUTPUT -p tcp -d "$CLUSTER_SUBNET" ! --dport 22 -m mark ! --mark 7 \
+                -j REDIRECT --to-ports 7777
+              ip netns exec "$FAULT_NS" python3 "$ROOT/bench/lib/delay-relay.py" --port 7777 --delay-ms 20 --mark 7 \
+                --lifetime $((TRIAL_T + 60)) --stats "$WORK/relay-stats" >>"$OUT/relay.log" 2>&1 &
+              EXTRA_PIDS+=($!)
+              sleep 1 ;;
           esac
           dir=$WORK/degraded-$link-$t; mkdir -p "$dir"
           start_job tcp "$dir" 100 "$TRIAL_T" -1 -1 262144
@@ -353,14 +363,16 @@ if has partition "${FAULT[@]}" || has degraded "${FAULT[@]}"; then
             [ $any = 0 ] || [ "$(date +%s)" -ge "$until" ] && break
             sleep 0.1
           done
-          end_pids "${RANK_PIDS[@]}"
-          ip netns exec "$FAULT_NS" iptables -F; ip netns exec "$FAULT_NS" tc qdisc del dev eth0 root 2>/dev/null || true
+          end_pids "${RANK_PIDS[@]}" "${EXTRA_PIDS[@]}"; EXTRA_PIDS=()
+          ip netns exec "$FAULT_NS" iptables -F; ip netns exec "$FAULT_NS" iptables -t nat -F
+          ip netns exec "$FAULT_NS" tc qdisc del dev eth0 root 2>/dev/null || true
           FAULT_NS=""
           done_n=$(cat "$dir"/rank*.log | grep -c '^FINISHED rank [0-9]* sums=100 ' || true)
           loop=$(sed -n 's/^FINISHED .* loop_ms=\([0-9]*\).*/\1/p' "$dir"/rank*.log | sort -n | tail -1)
           outcome=ok
           [ "$done_n" = "$N" ] || outcome=$(grep -ho '^FAILED [A-Za-z]*' "$dir"/rank*.log | head -1 | tr ' ' ':'); outcome=${outcome:-incomplete}
           [ "$done_n" = "$N" ] && outcome=ok
+          [ "$link" = delay20 ] && log "relay: $(cat "$WORK/relay-stats" 2>/dev/null)"
           printf '%s\t%s\t%s\t%s\t%s\n' "$link" "$t" "$done_n/$N" "${loop:--}" "$outcome" >>"$DEGRADED"
           log "degraded $link #$t: $done_n/$N ranks completed 100 all_sums of 1 MiB, slowest loop ${loop:-?} ms, $outcome"
           [ "$outcome" = ok ] || { mkdir -p "$OUT/failed"; cp -r "$dir" "$OUT/failed/"; }

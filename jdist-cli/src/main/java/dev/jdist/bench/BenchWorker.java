@@ -34,14 +34,19 @@ public final class BenchWorker {
     /**
      * The sweep every rank runs (passed as JSON in the first argument).
      *
-     * @param tune measure every algorithm of each op at each size ({@code jdist bench --tune}), out-of-place only
+     * @param tune         measure every algorithm of each op at each size ({@code jdist bench --tune}), out-of-place only
+     * @param warmupSeconds the least time each op's JIT warm-up lasts on every rank ({@code --jit-warmup})
      */
-    public record Spec(List<String> ops, List<Long> sizes, String dtype, int warmup, int iters, List<String> modes, boolean tune) {
-        /** A sweep of the algorithms the group chooses itself. */
+    public record Spec(List<String> ops, List<Long> sizes, String dtype, int warmup, int iters, List<String> modes, boolean tune,
+                       double warmupSeconds) {
+        /** A sweep of the algorithms the group chooses itself, with the default warm-up. */
         public Spec(List<String> ops, List<Long> sizes, String dtype, int warmup, int iters, List<String> modes) {
-            this(ops, sizes, dtype, warmup, iters, modes, false);
+            this(ops, sizes, dtype, warmup, iters, modes, false, Double.parseDouble(DEFAULT_WARMUP_SECONDS));
         }
     }
+
+    /** {@code --jit-warmup}'s default: long enough for the compiler threads to finish on a busy 2-core machine. */
+    public static final String DEFAULT_WARMUP_SECONDS = "2";
 
     private BenchWorker() {}
 
@@ -71,7 +76,7 @@ public final class BenchWorker {
                 if (group.rank() == 0) System.err.println("jdist bench: send_recv needs at least 2 ranks; skipped");
                 continue;
             }
-            warmUp(group, op, dtype);
+            warmUp(group, op, dtype, spec.warmupSeconds());
             for (long size : spec.sizes()) {
                 for (String mode : spec.modes()) {
                     BenchResult r = runRow(group, op, dtype, size, mode, spec.warmup(), spec.iters());
@@ -107,7 +112,7 @@ public final class BenchWorker {
                         .filter(a -> a.supports(kind) && (hierarchy || !a.hierarchical())).toList();
                 for (Algorithm a : candidates) {
                     rg.useAlgorithmPolicy(base.forcing(kind, a));
-                    warmUp(group, op, dtype);
+                    warmUp(group, op, dtype, spec.warmupSeconds());
                 }
                 // one untimed row each first: right after the warm-ups the JIT compiler threads are still busy (all
                 // ranks share the CPUs), which would slow whichever algorithm happens to be measured first
@@ -156,17 +161,28 @@ public final class BenchWorker {
     }
 
     /**
-     * Untimed calls before an op's first row, so that the JIT has compiled its paths (on a 2-core machine the
-     * compiler threads otherwise compete with the first rows). Counts, not time: every rank must make the
-     * same calls.
+     * Untimed calls before an op's first row, so that the JIT has compiled its paths (on a 2-core machine the compiler
+     * threads otherwise compete with the first rows, and a fixed count of calls is over before they are done). Rounds
+     * of small and medium calls, at least {@value #WARMUP_MIN_ROUNDS}, until every rank has spent {@code seconds} in
+     * them: after each round the ranks agree (all_max of "I want another round"), so that every rank makes the same
+     * calls; never more than {@value #WARMUP_MAX_ROUNDS} rounds.
      */
-    private static void warmUp(Group g, BenchOp op, DType dtype) {
-        runRow(g, op, dtype, 4L * dtype.itemSize() * g.size(), OUT_OF_PLACE, JIT_WARMUP_SMALL, 1);
-        runRow(g, op, dtype, 256L << 10, OUT_OF_PLACE, JIT_WARMUP_MEDIUM, 1);
+    private static void warmUp(Group g, BenchOp op, DType dtype, double seconds) {
+        long start = System.nanoTime();
+        long wanted = (long) (seconds * 1e9);
+        for (int round = 0; round < WARMUP_MAX_ROUNDS; round++) {
+            runRow(g, op, dtype, 4L * dtype.itemSize() * g.size(), OUT_OF_PLACE, WARMUP_SMALL_CALLS, 1);
+            runRow(g, op, dtype, 256L << 10, OUT_OF_PLACE, WARMUP_MEDIUM_CALLS, 1);
+            if (round + 1 < WARMUP_MIN_ROUNDS) continue;
+            int mine = System.nanoTime() - start < wanted ? 1 : 0;
+            if (g.allMax(Array.of(mine)).getLong(0) == 0) return;
+        }
     }
 
-    private static final int JIT_WARMUP_SMALL = 3000;
-    private static final int JIT_WARMUP_MEDIUM = 100;
+    private static final int WARMUP_SMALL_CALLS = 300;
+    private static final int WARMUP_MEDIUM_CALLS = 10;
+    private static final int WARMUP_MIN_ROUNDS = 10;
+    private static final int WARMUP_MAX_ROUNDS = 10_000;
 
     /** Output into a preallocated array ({@code allReduceInto} and friends): communication only. */
     public static final String OUT_OF_PLACE = "out-of-place";

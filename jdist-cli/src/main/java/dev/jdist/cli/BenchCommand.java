@@ -59,6 +59,11 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = {"-w", "--warmup"}, defaultValue = "5", description = "untimed iterations per row (default ${DEFAULT-VALUE})")
     int warmup;
 
+    @Option(names = "--jit-warmup", defaultValue = BenchWorker.DEFAULT_WARMUP_SECONDS, paramLabel = "SECONDS",
+            description = {"before each op's first row, untimed calls for at least this long on every rank, so that the JIT",
+                    "has compiled its paths (default ${DEFAULT-VALUE}; 0: a fixed 3000 small and 100 medium calls only)"})
+    double jitWarmup;
+
     @Option(names = {"-i", "--iters"}, defaultValue = "20", description = "timed iterations per row (default ${DEFAULT-VALUE})")
     int iters;
 
@@ -176,6 +181,7 @@ public final class BenchCommand implements Callable<Integer> {
         DType.fromMlxName(dtype);
         if (iters < 1) throw new IllegalArgumentException("--iters must be at least 1, got " + iters);
         if (warmup < 0) throw new IllegalArgumentException("--warmup must be >= 0, got " + warmup);
+        if (!(jitWarmup >= 0 && jitWarmup <= 600)) throw new IllegalArgumentException("--jit-warmup takes 0 to 600 seconds, got " + jitWarmup);
         List<String> modes = switch (mode) {
             case "both" -> List.of(BenchWorker.OUT_OF_PLACE, BenchWorker.IN_PLACE);
             case "all" -> BenchWorker.MODES;
@@ -195,7 +201,7 @@ public final class BenchCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--sizes/--factor: " + e.getMessage(), e);
         }
-        return new BenchWorker.Spec(opNames, sweep, dtype, warmup, iters, modes, tune != null);
+        return new BenchWorker.Spec(opNames, sweep, dtype, warmup, iters, modes, tune != null, jitWarmup);
     }
 
     /** A one-line progress bar on stderr, only when stderr is a terminal. */

@@ -55,7 +55,7 @@ class BenchIT {
     @Timeout(300)
     void broadcastAndAllToAllAreCheckedOnEveryRankWithNcclTestsBusFactors() throws Exception {
         CommandResult r = JdistCli.run(T, Map.of(), "bench", "-n", "3", "-p", String.valueOf(FreePorts.block(3)),
-                "--op", "broadcast,all_to_all", "--sizes", "4B:64KiB", "-f", "16", "-w", "1", "-i", "3", "--mode", "all", "--json");
+                "--op", "broadcast,all_to_all", "--sizes", "4B:64KiB", "-f", "16", "--jit-warmup", "0", "-w", "1", "-i", "3", "--mode", "all", "--json");
         assertThat(r.exitCode()).as(r.toString()).isZero();
         List<BenchResult> rows = JSON.readValue(r.stdout(), new TypeReference<>() {});
         assertThat(rows).hasSize(2 * 5 * 3);
@@ -98,7 +98,7 @@ class BenchIT {
     void tuneWritesRulesThatTheNextJobFollows(@TempDir Path dir) throws Exception {
         Path rules = dir.resolve("rules.json");
         CommandResult tune = JdistCli.run(Duration.ofSeconds(540), Map.of(), "bench", "-n", "3", "-p", String.valueOf(FreePorts.block(3)),
-                "--tune", rules.toString(), "--sizes", "4B:64KiB", "-f", "16", "-w", "1", "-i", "3", "--json");
+                "--tune", rules.toString(), "--sizes", "4B:64KiB", "-f", "16", "--jit-warmup", "0", "-w", "1", "-i", "3", "--json");
         assertThat(tune.exitCode()).as(tune.toString()).isZero();
         List<BenchResult> rows = JSON.readValue(tune.stdout(), new TypeReference<>() {});
         // 5 sizes: all_sum by ring, rd, rhd; all_gather by ring, rd, bruck; sum_scatter by ring, rh
@@ -146,6 +146,9 @@ class BenchIT {
         CommandResult mode = JdistCli.run(T, Map.of(), "bench", "--mode", "sideways");
         assertThat(mode.exitCode()).isEqualTo(2);
         assertThat(mode.stderr()).contains("--mode", "returned", "sideways");
+        CommandResult jit = JdistCli.run(T, Map.of(), "bench", "--jit-warmup", "-1");
+        assertThat(jit.exitCode()).isEqualTo(2);
+        assertThat(jit.stderr()).contains("--jit-warmup").contains("-1");
         CommandResult dtype = JdistCli.run(T, Map.of(), "bench", "-d", "float8");
         assertThat(dtype.exitCode()).isEqualTo(2);
         assertThat(dtype.stderr()).contains("float8");

@@ -30,7 +30,7 @@ class BenchWorkerTest {
     void aOneRankSweepReportsCheckedRowsForEveryCollective() throws Exception {
         Group g = Distributed.init(false, "any", Map.of());
         var spec = new BenchWorker.Spec(List.of("all_sum", "all_max", "all_min", "all_gather", "sum_scatter"),
-                List.of(4L, 4096L), "float32", 1, 3, List.of("out-of-place", "in-place"));
+                List.of(4L, 4096L), "float32", 1, 3, List.of("out-of-place", "in-place"), false, 0);
         PrintStream saved = System.out;
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
         System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));

@@ -28,8 +28,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The liveness watch across hosts: three network namespaces ({@link NetnsCluster}), one ring rank in each, met through
  * the rendezvous (jdist's own variables), JDIST_HEARTBEAT=3s and JDIST_TIMEOUT unset (30 minutes with the watch). Faults
  * come from iptables inside a namespace: every packet of one host dropped (a partition) ends the job on every rank
- * within the bound, each naming a rank across the cut; 5 % of every host's incoming packets dropped (a lossy network)
- * leaves a healthy job running to its end without a false failure.
+ * within the bound, each naming a rank across the cut; 5 % of every host's incoming packets dropped (a lossy network),
+ * or 50 ms of extra delay each way on the connections one host opens (bench/lib/delay-relay.py: this kernel has no
+ * sch_netem), leaves a healthy job running to its end without a false failure.
  */
 @Timeout(420)
 class LivenessAcrossHostsIT {
@@ -109,6 +110,51 @@ class LivenessAcrossHostsIT {
             else assertThat(text).as("rank 2 names a rank it is cut off from").containsPattern("peer=[01] ");
         }
         assertThat(cluster.processesInAll().values()).as("no process left").allMatch(List::isEmpty);
+    }
+
+    @Test
+    void fiftyMillisecondsOfExtraDelayOnOneHostsLinksCausesNoFalseFailure() throws Exception {
+        Requirements.require(Requirements.command("python3", "python3"));
+        Path relay = JdistCli.repoRoot().resolve("bench/lib/delay-relay.py");
+        Path dir = newDir("delay");
+        Path stats = dir.resolve("relay-stats");
+        Path pidFile = dir.resolve("relay.pid");
+        // host 1's own outgoing TCP connections (not ssh, not to itself) go through the relay, 50 ms each way
+        String subnet = cluster.address(0).replaceAll("\\.\\d+$", ".0/24");
+        for (String[] rule : List.of(new String[] {"-d", cluster.address(1), "-j", "RETURN"},
+                new String[] {"-p", "tcp", "-d", subnet, "!", "--dport", "22", "-m", "mark", "!", "--mark", "7", "-j", "REDIRECT",
+                        "--to-ports", "7777"})) {
+            List<String> cmd = new ArrayList<>(List.of("iptables", "-t", "nat", "-A", "OUTPUT"));
+            cmd.addAll(List.of(rule));
+            CommandResult c = cluster.exec(1, Duration.ofSeconds(20), cmd.toArray(String[]::new));
+            assertThat(c.exitCode()).as(c.stderr()).isZero();
+        }
+        String start = "echo $$ > " + pidFile + "; exec python3 " + relay + " --port 7777 --delay-ms 50 --mark 7 --lifetime 150 --stats "
+                + stats + " > " + dir.resolve("relay.log") + " 2>&1";
+        CompletableFuture<CommandResult> relayRun = CompletableFuture.supplyAsync(() -> cluster.exec(1, T, "sh", "-c", start),
+                task -> Thread.ofVirtual().start(task));
+        try {
+            assertThat(JdistCli.await(Duration.ofSeconds(20), () -> Files.exists(stats))).as("the relay started: %s",
+                    JdistCli.read(dir.resolve("relay.log"))).isTrue();
+            int port = FreePorts.block(1);
+            List<CompletableFuture<CommandResult>> ranks = new ArrayList<>();
+            // 20 s of all_sums with the heartbeat's bound at 3 s: every operation waits on the delayed links
+            for (int r = 0; r < 3; r++) ranks.add(rank(r, port, dir, "loop", "100000000", "20"));
+            for (int r = 0; r < 3; r++) {
+                CommandResult c = ranks.get(r).join();
+                assertThat(c.exitCode()).as("rank %d:%n%s", r, log(dir, r)).isZero();
+                assertThat(log(dir, r)).contains("rank " + r + " finished");
+            }
+            // the job's connections from host 1 really went through the relay
+            String totals = JdistCli.read(stats);
+            assertThat(totals).as("relay totals").matches("connections=[1-9][0-9]* bytes=[1-9][0-9]*\\s*");
+            System.out.println("[LivenessAcrossHostsIT] 50 ms relay on host 1: " + totals.strip());
+        } finally {
+            String pid = JdistCli.read(pidFile).strip();
+            if (!pid.isEmpty()) cluster.exec(1, Duration.ofSeconds(20), "kill", "-KILL", pid);
+            relayRun.join();
+            cluster.exec(1, Duration.ofSeconds(20), "iptables", "-t", "nat", "-F");
+        }
     }
 
     @Test
