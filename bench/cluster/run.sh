@@ -33,12 +33,16 @@ usage: bench/cluster/run.sh [options]
   --out DIR            results folder (default bench-results/cluster-<UTC date-time>)
   --burst BYTES        tbf bucket size (default 75000: one 64 KiB GSO packet with its per-segment headers, plus room)
   --gso BYTES          gso_max_size of every veth end (default 65536, the kernel's default)
+  --delay-ms D         D ms of extra delay each way on every link between hosts: each host's own outgoing TCP
+                       connections go through bench/lib/delay-relay.py (iptables REDIRECT; this kernel has no
+                       sch_netem). The relay adds its own software cost (tens of microseconds), so use D of 1 or more
+  --latency-only       only the latency sweep (small messages), e.g. with --delay-ms
 EOF
 }
 
 ARGS=("$@")   # for the report: the options as given
 HOSTS_LIST=4,8,16 RATE=1gbit CAL_RATES=none,2gbit,1gbit,500mbit,200mbit IMPLS=jdist,mpi,gloo OPS=all_sum,all_gather
-MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 GSO=65536 RPH=1
+MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 GSO=65536 RPH=1 DELAY_MS=0 LATENCY_ONLY=0
 HOSTS_SET=0 CAL_SET=0 MAX_SET=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -55,6 +59,8 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift ;;
     --burst) BURST=$2; shift ;;
     --gso) GSO=$2; shift ;;
+    --delay-ms) DELAY_MS=$2; shift ;;
+    --latency-only) LATENCY_ONLY=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench/cluster/run.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -114,6 +120,8 @@ for i in "${IMPL[@]}"; do [[ $i =~ ^(jdist|ring|mpi|gloo)$ ]] || die "--impls: u
 [[ $RPH =~ ^[1-9][0-9]*$ ]] && [ "$RPH" -le 16 ] || die "--ranks-per-host: a number 1..16, got '$RPH'"
 for o in "${OP[@]}"; do [[ $o =~ ^(all_sum|all_gather)$ ]] || die "--ops: unknown '$o' (all_sum, all_gather)"; done
 [[ $BURST =~ ^[0-9]+$ && $GSO =~ ^[0-9]+$ ]] || die "--burst and --gso take a number of bytes"
+[[ $DELAY_MS =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v d="$DELAY_MS" 'BEGIN {exit !(d <= 1000)}' \
+  || die "--delay-ms takes milliseconds 0..1000, got '$DELAY_MS'"
 
 # The sweeps (the same sizes for every implementation): latency-bound sizes with many calls, then bandwidth-bound
 # sizes with few (a 64 MiB all-reduce takes about a second at 1 Gbit/s). MIN:MAX:FACTOR:WARMUP:ITERS.
@@ -126,6 +134,7 @@ else
   CAL_SECONDS=5 LIMIT=900
 fi
 SWEEP_NAMES=(latency bandwidth)
+[ "$LATENCY_ONLY" = 1 ] && SWEEPS=("${SWEEPS[0]}") SWEEP_NAMES=(latency)
 
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, tc); run it as root"
 jdist_find_jdk
@@ -244,7 +253,7 @@ unshape_all() {
   echo "Open MPI: $("$MPIRUN" --version 2>&1 | head -1)"
   [[ ,$IMPLS, == *,gloo,* ]] && echo "PyTorch (gloo): $("$PY" -c 'import torch, torch.distributed as d; print(torch.__version__, "gloo available:", d.is_gloo_available())' 2>&1 | tail -1)"
   echo "iperf3: $(iperf3 --version | head -1)"
-  echo "link: tc tbf burst $BURST latency 10ms on both ends of every host's veth, rate --rate $RATE; gso_max_size $GSO; MTU 1500; no added delay"
+  echo "link: tc tbf burst $BURST latency 10ms on both ends of every host's veth, rate --rate $RATE; gso_max_size $GSO; MTU 1500; $([ "$DELAY_MS" = 0 ] && echo "no added delay" || echo "added delay $DELAY_MS ms each way on every connection between hosts (bench/lib/delay-relay.py)")"
   echo "hosts: ${HOSTS[*]}; ranks per host: $RPH; impls: ${IMPL[*]}; ops: ${OP[*]}; sweeps (MIN:MAX:FACTOR:WARMUP:ITERS): ${SWEEPS[*]}"
   echo "command: bench/cluster/run.sh ${ARGS[*]}"
 } >"$OUT/meta.txt"
@@ -308,6 +317,23 @@ if [ "$CALIBRATE" = 1 ]; then
   fi
 fi
 
+# ---------------------------------------------------------------- added delay (the relays)
+# Every host's own outgoing TCP connections to the other hosts (not ssh, not to itself) go through a relay in its
+# namespace that holds the bytes DELAY_MS each way; the relays end by themselves after a day at most, and with the
+# cluster (the cluster ends every process in its namespaces).
+delay_all() { # n
+  local i
+  for ((i = 0; i < $1; i++)); do
+    in_ns "$i" iptables -t nat -F OUTPUT
+    in_ns "$i" iptables -t nat -A OUTPUT -d "${CLUSTER_ADDRESSES[$i]}" -j RETURN
+    in_ns "$i" iptables -t nat -A OUTPUT -p tcp -d "$CLUSTER_SUBNET" ! --dport 22 -m mark ! --mark 7 -j REDIRECT --to-ports 7777
+    in_ns "$i" python3 "$ROOT/bench/lib/delay-relay.py" --port 7777 --delay-ms "$DELAY_MS" --mark 7 --lifetime 86400 \
+      --stats "$OUT/relay-$i.stats" >>"$OUT/relay-$i.log" 2>&1 &
+    STARTED_PIDS+=($!)
+  done
+  sleep 1
+}
+
 # ---------------------------------------------------------------- benchmarks
 bench_n() { # n
   local n=$1 d=$OUT/n$1 i s name rc spec min max f w it
@@ -328,7 +354,7 @@ bench_n() { # n
   for ((i = 0; i < n; i++)); do echo "${CLUSTER_ADDRESSES[$i]} slots=$RPH"; done >"$d/mpi-hosts"
 
   for impl in "${IMPL[@]}"; do
-    for s in 0 1; do
+    for ((s = 0; s < ${#SWEEPS[@]}; s++)); do
       spec=${SWEEPS[$s]} name=${SWEEP_NAMES[$s]}
       IFS=: read -r min max f w it <<<"$spec"
       case $impl in
@@ -378,9 +404,15 @@ bench_n() { # n
 }
 
 if [ "$BENCH" = 1 ]; then
+  if [ "$DELAY_MS" != 0 ]; then
+    jdist_apt_install iptables python3
+    log "added delay: $DELAY_MS ms each way, a relay in each of the $MAX_N hosts"
+    delay_all "$MAX_N"
+  fi
   for n in "${HOSTS[@]}"; do
     log "$n hosts at ${RATE_OF[$n]}"
     bench_n "$n"
+    [ "$DELAY_MS" != 0 ] && log "relays so far (connections, bytes): $(cat "$OUT"/relay-*.stats 2>/dev/null | paste -sd' ')"
   done
   "$PY" "$ROOT/bench/cluster/report.py" report "$OUT" >&2
 fi
