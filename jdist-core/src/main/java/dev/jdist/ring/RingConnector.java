@@ -460,6 +460,11 @@ final class RingConnector {
                     if (out.hasRemaining()) moved |= channel.write(out) > 0;
                     if (in != null && in.hasRemaining()) {
                         int got = channel.read(in);
+                        if (got < 0 && notAnsweredYet()) {
+                            notThereYet(new IOException("the connection was accepted and closed before the handshake's "
+                                    + "first answer (a proxy or NAT in between whose target is not listening yet?)"));
+                            return;
+                        }
                         if (got < 0) {
                             fail("closed the connection during authentication");
                             return;
@@ -472,8 +477,27 @@ final class RingConnector {
                 }
                 if (!finished && key.isValid()) key.interestOps(interest());
             } catch (IOException e) {
-                fail("failed during authentication: " + e.getMessage());
+                if (notAnsweredYet()) {
+                    notThereYet(e);
+                } else {
+                    fail("failed during authentication: " + e.getMessage());
+                }
             }
+        }
+
+        /**
+         * A jdist acceptor answers every hello before it judges the token, so a connector whose connection ends before
+         * any answer has not met its neighbour: something in between (a proxy, a service mesh's sidecar, a NAT relay)
+         * accepted it for a neighbour that is not listening yet. That is retried like a refused connection.
+         */
+        private boolean notAnsweredYet() {
+            return !acceptorSide && stage == 0 && in.position() == 0;
+        }
+
+        private void notThereYet(IOException why) {
+            finished = true;
+            if (key != null) key.cancel();
+            connectSlot.failed(why);
         }
 
         /** Called when {@code in} is full; returns false when the handshake ended (either way). */

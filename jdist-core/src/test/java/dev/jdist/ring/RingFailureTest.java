@@ -224,6 +224,56 @@ class RingFailureTest {
         assertThat(y1.toFloatArray()).containsOnly(2f);
     }
 
+    /**
+     * Rank 0 reaches rank 1 through a relay that accepts every connection and closes it while rank 1 does not listen
+     * yet (as a service mesh's sidecar or a NAT relay does). A jdist acceptor answers every hello before judging the
+     * token, so a connection closed before any answer is retried like a refused one, not reported as a rejected token.
+     */
+    @Test
+    void aConnectionClosedBeforeTheFirstAnswerIsRetriedLikeARefusedOne() throws Exception {
+        Path hf = RingTestSupport.hostfile(dir, 2, 1);
+        String[] a = addresses(hf);
+        InetSocketAddress rank1 = at(a[1]);
+        ServerSocket relay = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
+        toClose.add(relay);
+        java.util.concurrent.atomic.AtomicInteger closedEarly = new java.util.concurrent.atomic.AtomicInteger();
+        pool.submit(() -> {
+            while (!relay.isClosed()) {
+                Socket in = relay.accept();
+                toClose.add(in);
+                Socket out = new Socket();
+                try {
+                    out.connect(rank1, 2_000);
+                } catch (java.io.IOException refused) {
+                    closedEarly.incrementAndGet();
+                    in.close();
+                    continue;
+                }
+                toClose.add(out);
+                pool.submit(() -> in.getInputStream().transferTo(out.getOutputStream()));
+                pool.submit(() -> out.getInputStream().transferTo(in.getOutputStream()));
+            }
+            return null;
+        });
+        // rank 0's hostfile names the relay as rank 1's address; rank 1 listens where its own hostfile says
+        Path viaRelay = Files.writeString(dir.resolve("via-relay.json"),
+                "[[\"" + a[0] + "\"], [\"127.0.0.1:" + relay.getLocalPort() + "\"]]");
+        Future<GroupImpl> g0 = pool.submit(() -> init(0, viaRelay, "20", Map.of("JDIST_JOB_TOKEN", "s3cret")));
+        while (closedEarly.get() < 2 && !g0.isDone()) Thread.sleep(20);
+        assertThat(closedEarly.get()).as("rank 0 tried (and the relay closed) while rank 1 was not there").isGreaterThanOrEqualTo(2);
+        GroupImpl g1 = init(1, hf, "20", Map.of("JDIST_JOB_TOKEN", "s3cret"));
+        GroupImpl g = g0.get(20, TimeUnit.SECONDS);
+        Future<Array> f = pool.submit(() -> {
+            Array y = Array.zeros(DType.FLOAT32, 5);
+            g.allReduce(Array.ones(DType.FLOAT32, 5), y, ReduceOp.SUM);
+            return y;
+        });
+        Array y1 = Array.zeros(DType.FLOAT32, 5);
+        g1.allReduce(Array.ones(DType.FLOAT32, 5), y1, ReduceOp.SUM);
+        assertThat(f.get(20, TimeUnit.SECONDS).toFloatArray()).containsOnly(2f);
+        assertThat(y1.toFloatArray()).containsOnly(2f);
+    }
+
     @Test
     void splitWithATokenFormsAuthenticatedSubRings() throws Exception {
         Path hf = RingTestSupport.hostfile(dir, 4, 1);
