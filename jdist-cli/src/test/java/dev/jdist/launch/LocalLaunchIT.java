@@ -235,6 +235,7 @@ class LocalLaunchIT {
 
     @Test
     void mpiBackendWrapsMpirun(@TempDir Path dir) throws Exception {
+        String jdistNames = "<-x><JDIST_JOB_TOKEN><-x><JDIST_DUMP_DIR>";
         for (String version : List.of("5.0.3", "4.1.4")) {
             Path bin = Files.createDirectories(dir.resolve("bin" + version));
             Path shim = bin.resolve("mpirun");
@@ -242,6 +243,7 @@ class LocalLaunchIT {
                     #!/bin/sh
                     if [ "$1" = "--version" ]; then echo "mpirun (Open MPI) %s"; exit 0; fi
                     for a in "$@"; do printf '<%%s>' "$a"; done; echo
+                    echo "TOKEN=${JDIST_JOB_TOKEN:+set} DUMP=${JDIST_DUMP_DIR:+set}"
                     while [ $# -gt 0 ]; do if [ "$1" = "--hostfile" ]; then cat "$2"; echo "HOSTFILE=$2"; fi; shift; done
                     exit 7
                     """.formatted(version));
@@ -254,11 +256,13 @@ class LocalLaunchIT {
             if (version.startsWith("5")) {
                 // discovery entries (DYLD_LIBRARY_PATH, MLX_MPI_LIBNAME) may precede A=1 when ompi_info is installed
                 assertThat(argv).startsWith("<--output><:raw><--hostfile><").contains("><-cwd></w><-x><")
-                        .endsWith("<-x><A=1><--mca><btl><tcp><--allow-run-as-root><--><python3><x.py>");
+                        .endsWith("<-x><A=1>" + jdistNames + "<--mca><btl><tcp><--allow-run-as-root><--><python3><x.py>");
             } else {
                 assertThat(argv).startsWith("<--hostfile><").contains("><-wdir></w><-x><").doesNotContain("--output")
-                        .endsWith("<-x><A=1><--mca><btl><tcp><--allow-run-as-root><--><python3><x.py>");
+                        .endsWith("<-x><A=1>" + jdistNames + "<--mca><btl><tcp><--allow-run-as-root><--><python3><x.py>");
             }
+            // [jdist] (launcher.md §5.5): Open MPI forwards jdist's variables by name; their values travel in mpirun's environment
+            assertThat(r.stdout()).contains("TOKEN=set DUMP=set");
             assertThat(r.stdout()).contains("a slots=2\nb slots=2\n");
             String hostfile = r.stdout().lines().filter(l -> l.startsWith("HOSTFILE=")).findFirst().orElseThrow().substring(9);
             assertThat(Files.exists(Path.of(hostfile))).as("temporary hostfile deleted").isFalse();

@@ -79,6 +79,24 @@ class JacclFailureTest {
         }
     }
 
+    /**
+     * The stand-in keeps a queue pair's completions in posting order when the peer falls silent between two sends (a
+     * UC send queued before the silence, then one after): the race behind an "out of order" failure seen once in CI.
+     */
+    @Test
+    void standInCompletesUcSendsInPostingOrderAcrossASilence() {
+        MemFabric fabric = MemFabric.ring(3, 1, JacclConfig.QpMode.UC);
+        RdmaTransport sender = fabric.transport(0);
+        int toRight = 1; // ring connections: 0 = left neighbour, 1 = right neighbour (rank 1)
+        sender.postSend(toRight, sender.allocate(64), 10); // rank 1 has posted no receive: the send waits
+        fabric.silence(1);
+        sender.postSend(toRight, sender.allocate(64), 11);
+        long[] ids = new long[4];
+        int[] status = new int[4];
+        int n = sender.poll(toRight, ids, status);
+        assertThat(java.util.Arrays.copyOf(ids, n)).containsExactly(10L, 11L);
+    }
+
     @Test
     @Timeout(120)
     void ringRcTwoWiresLostPeer() throws Exception {

@@ -170,7 +170,13 @@ final class MemFabric {
                 if (isDead(rank)) return; // a dead process posts nothing that completes
                 int peer = e.peer.rank;
                 if (isSilent(rank) || isSilent(peer)) {
-                    if (mode == JacclConfig.QpMode.UC) e.complete(wrId, 0, true); // UC completes locally; the bytes vanish
+                    if (mode == JacclConfig.QpMode.UC) {
+                        // UC completes locally and the bytes vanish, in posting order: sends queued before the peer
+                        // fell silent complete first (a queue pair never completes its work requests out of order)
+                        for (Wr w : e.peer.waitingSends) e.complete(w.wrId(), 0, true);
+                        e.peer.waitingSends.clear();
+                        e.complete(wrId, 0, true);
+                    }
                     return;
                 }
                 if (isDead(peer)) {
