@@ -82,6 +82,8 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
     /** Why this rank's own group broke, first-hand; advertised in heartbeats. */
     private volatile Reason own;
     private volatile Map<Integer, OperationFingerprint> mismatchCalls = Map.of();
+    /** How many times the watch's thread found its socket empty (a receive timed out): everything queued before was read. */
+    private volatile long emptyReceives;
     private long reportedWait = -1;                 // watch thread only
     private long mismatchSeen;                      // watch thread only: when a mismatch was first seen, or 0
 
@@ -279,12 +281,18 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         long began = System.nanoTime();
         long until = began + settings.grace().toNanos();
         long exitedSince = 0;
+        long emptyAtExit = 0;
         while (true) {
             Resolution r = resolve(start);
             long now = System.nanoTime();
             if (!r.exited) exitedSince = 0;
-            else if (exitedSince == 0) exitedSince = now;
-            boolean settled = r.exited && now - exitedSince >= EXITED_SETTLE;
+            else if (exitedSince == 0) {
+                exitedSince = now;
+                emptyAtExit = emptyReceives;   // read after the exit was seen
+            }
+            // the exited peer sent its reason (if any) before it exited: once the watch has read its socket empty since
+            // then, a reason still missing was never sent; a starved watch thread is waited for, up to the grace
+            boolean settled = r.exited && now - exitedSince >= EXITED_SETTLE && emptyReceives > emptyAtExit;
             if (r.definitive || settled || now - until >= 0 || closed) {
                 if (r.root.kind() == Reason.Kind.FAILED && r.root.origin() == rank) return local;
                 return made(exceptionFor(r.root, local, local.operation().orElse(null)));
@@ -323,7 +331,9 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
     /**
      * {@code exited}: the chain ends at a peer on this host that has exited without a reason heard from it yet. A rank
      * that failed sends its reason before it exits, so that reason may still be on its way to the watch's thread; it is
-     * waited for {@link #EXITED_SETTLE} (a loaded machine may take that long to hand a datagram to the watch) before the exited peer is named (a SIGKILLed one never sends any).
+     * waited for at least {@link #EXITED_SETTLE} and until the watch's thread has read its socket empty since the exit was
+     * seen (a loaded machine may take that long to hand a datagram to the watch) before the exited peer is named (a
+     * SIGKILLed one never sends any).
      */
     private record Resolution(Reason root, boolean definitive, boolean exited) {
         Resolution(Reason root, boolean definitive) { this(root, definitive, false); }
@@ -480,7 +490,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
                 socket.receive(packet);
                 handle(wire.decode(buf, packet.getLength()), System.nanoTime());
             } catch (SocketTimeoutException e) {
-                // time to send or check
+                emptyReceives++;   // only this thread writes it; time to send or check
             } catch (IOException e) {
                 if (closed) return;
                 sleepQuietly(interval / 10);
