@@ -11,10 +11,11 @@
 #              connections one host opens (bench/lib/delay-relay.py behind an iptables REDIRECT: no sch_netem here);
 #              it must complete with correct sums
 #
-# Backends: tcp (the ring over TCP), shm (the ring over shared memory), mpi (Open MPI's mpirun, JDIST_TIMEOUT + MPI_Abort),
+# Backends: tcp (the ring over TCP), shm (the ring over shared memory), mpi (Open MPI's mpirun; a stopped rank: the watch, then MPI_Abort),
 # nccl (the NCCL backend against the stand-in libnccl/libcudart of jdist-core/src/test/c, built here with gcc, its ranks
 # separate processes meeting in a directory: a dead peer is NCCL's remote error, a stopped one is found by JDIST_TIMEOUT).
-# Ring ranks are plain JVMs met through the rendezvous with a job token (the liveness watch on, JDIST_TIMEOUT unset: 30 min).
+# Ring and MPI ranks carry a job token (the liveness watch on, JDIST_HEARTBEAT of --heartbeat, JDIST_TIMEOUT unset: 30 min);
+# ring ranks are plain JVMs met through the rendezvous.
 # Every trial has a hard limit (--trial-timeout); every process the suite starts is ended by its pid; the rank outputs
 # and results.tsv stay in the results folder. `--help` lists the options.
 set -euo pipefail
@@ -31,7 +32,7 @@ usage: bench/chaos/run.sh [options]
   --backends LIST       tcp,shm,mpi,nccl (default all four; mpi is skipped without Open MPI, nccl without gcc)
   --faults LIST         kill,stop,partition,load,degraded (default all; partition and degraded need root)
   --heartbeat BOUND     JDIST_HEARTBEAT of the ring jobs (default 10s, jdist's default)
-  --mpi-timeout BOUND   JDIST_TIMEOUT of the MPI and NCCL jobs (default 10s)
+  --nccl-timeout BOUND  JDIST_TIMEOUT of the NCCL jobs (default 10s; the stand-in's ranks have no watch)
   --trial-timeout S     hard limit of one trial, in seconds: past it the trial counts as a hang (default 120)
   --budget S            start no new trial after S seconds (default: none); the summary says how many ran
   --out DIR             results folder (default bench-results/chaos-<UTC date-time>)
@@ -39,14 +40,14 @@ EOF
 }
 
 ARGS="$*"
-TRIALS=100 BACKENDS=tcp,shm,mpi,nccl FAULTS=kill,stop,partition,load,degraded HB=10s MPI_TIMEOUT=10s TRIAL_T=120 BUDGET=0 OUT=""
+TRIALS=100 BACKENDS=tcp,shm,mpi,nccl FAULTS=kill,stop,partition,load,degraded HB=10s NCCL_TIMEOUT=10s TRIAL_T=120 BUDGET=0 OUT=""
 while [ $# -gt 0 ]; do
   case $1 in
     --trials) TRIALS=$2; shift ;;
     --backends) BACKENDS=$2; shift ;;
     --faults) FAULTS=$2; shift ;;
     --heartbeat) HB=$2; shift ;;
-    --mpi-timeout) MPI_TIMEOUT=$2; shift ;;
+    --nccl-timeout) NCCL_TIMEOUT=$2; shift ;;
     --trial-timeout) TRIAL_T=$2; shift ;;
     --budget) BUDGET=$2; shift ;;
     --out) OUT=$2; shift ;;
@@ -87,7 +88,7 @@ exec > >(tee -a "$OUT/run.log") 2>&1
 
 echo "# jdist chaos suite: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n) ($(nproc) cores, $(uname -r)), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# bench/chaos/run.sh $ARGS"
-echo "# trials=$TRIALS backends=$BACKENDS faults=$FAULTS JDIST_HEARTBEAT=$HB (ring) JDIST_TIMEOUT=$MPI_TIMEOUT (mpi, nccl) trial limit ${TRIAL_T}s budget=${BUDGET:-0}s"
+echo "# trials=$TRIALS backends=$BACKENDS faults=$FAULTS JDIST_HEARTBEAT=$HB (ring, mpi) JDIST_TIMEOUT=$NCCL_TIMEOUT (nccl) trial limit ${TRIAL_T}s budget=${BUDGET:-0}s"
 echo "# $($JAVA -version 2>&1 | head -1); results in $OUT"
 
 # ---------------------------------------------------------------- processes (ended by pid, always)
@@ -152,7 +153,7 @@ start_job() {
     local port; port=$(free_port); mkdir -p "$dir/world"
     for ((r = 0; r < N; r++)); do
       env -i PATH=/usr/bin:/bin HOME=/tmp NCCL_HOST_IP=127.0.0.1 NCCL_PORT=$port MLX_RANK=$r MLX_WORLD_SIZE=$N \
-        MLX_NCCL_TIMEOUT=30000 JDIST_TIMEOUT="$MPI_TIMEOUT" JDIST_NCCL_LIBRARY="$STUBS/libjdist_stub_nccl.so" \
+        MLX_NCCL_TIMEOUT=30000 JDIST_TIMEOUT="$NCCL_TIMEOUT" JDIST_NCCL_LIBRARY="$STUBS/libjdist_stub_nccl.so" \
         JDIST_CUDART_LIBRARY="$STUBS/libjdist_stub_cudart.so" JDIST_STUB_NCCL_WORLD_DIR="$dir/world" \
         "$JAVA" "${JFLAGS[@]}" nccl "$@" >"$dir/rank$r.log" 2>&1 </dev/null &
       RANK_PIDS[r]=$!
@@ -160,8 +161,12 @@ start_job() {
     return
   fi
   if [ "$backend" = mpi ]; then
-    env -u MLX_RANK -u MLX_HOSTFILE -u JDIST_RANK -u JDIST_WORLD_SIZE MLX_MPI_LIBNAME="$MPILIB" JDIST_TIMEOUT="$MPI_TIMEOUT" \
+    # a job token, passed by name as `jdist launch --backend mpi` does, so the liveness watch runs beside JDIST_TIMEOUT
+    # JDIST_TIMEOUT unset (30 min) as for the ring: what ends a wait for a stopped rank is the watch
+    env -u MLX_RANK -u MLX_HOSTFILE -u JDIST_RANK -u JDIST_WORLD_SIZE -u JDIST_TIMEOUT MLX_MPI_LIBNAME="$MPILIB" \
+      JDIST_JOB_TOKEN=$token JDIST_HEARTBEAT=$HB \
       "$MPIRUN" --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -n "$N" \
+      -x JDIST_JOB_TOKEN -x JDIST_HEARTBEAT -x MLX_MPI_LIBNAME \
       "$JAVA" "${JFLAGS[@]}" mpi "$@" >"$dir/mpirun.log" 2>&1 </dev/null &
     EXTRA_PIDS=($!)
     return
@@ -247,7 +252,10 @@ trial() {
   local said=() text
   for r in "${survivors[@]}"; do
     if [ "$backend" = mpi ]; then
-      text=$(grep -ao "FAILED [A-Za-z]*\|dev\.jdist\.[A-Za-z]*Exception: mpi rank $r " "$dir/mpirun.log" | head -1 | sed 's/dev\.jdist\.//; s/: mpi rank.*//')
+      # the typed error a rank printed before MPI_Abort (the watch's names the peer: "…Exception: rank R: rank V …");
+      # the ranks mpirun ended first print nothing
+      text=$(grep -ao "FAILED [A-Za-z]*\|dev\.jdist\.[A-Za-z]*Exception: \(mpi \)\?rank $r[: ]\( rank [0-9]* \)\?" "$dir/mpirun.log" \
+        | head -1 | sed 's/dev\.jdist\.//; s/: \(mpi \)\?rank [0-9]*[: ] *rank \([0-9]*\) $/:peer=\2/; s/: \(mpi \)\?rank [0-9]*[: ].*//')
       said+=("$r:${text:-ended-by-mpirun}")
     else
       text=$(sed -n 's/^FAILED \([A-Za-z]*\).* peer=\([-0-9]*\).*/\1:peer=\2/p; s/^FAILED \([A-Za-z]*\) .*/\1/p' "$dir/rank$r.log" | head -1)
@@ -269,7 +277,17 @@ trial() {
     fi
   done
   if [ "$backend" = mpi ] && [ "$outcome" = ok ]; then
-    [ "$fault" = stop ] && ! grep -q "DeadlineExceededException" "$dir/mpirun.log" && outcome=wrong-error
+    # a stopped rank: the watch's PeerUnresponsiveException naming it, then MPI_Abort
+    if [ "$fault" = stop ]; then   # the watch's error naming the stopped rank (ranks that printed nothing: ended by mpirun)
+      local named=0 e
+      for e in "${said[@]}"; do
+        case $e in
+          *:PeerUnresponsiveException:peer=$victim) named=1 ;;
+          *:peer=*) outcome=other-rank-named ;;
+        esac
+      done
+      [ "$named" = 1 ] || [ "$outcome" != ok ] || outcome=wrong-error
+    fi
   fi
   # the victim afterwards: a stopped rank gets SIGCONT and must end by itself (it was declared lost)
   local victim_after=- vp=${RANK_PIDS[$victim]:-}
