@@ -13,7 +13,9 @@
 #
 # Backends: tcp (the ring over TCP), shm (the ring over shared memory), mpi (Open MPI's mpirun; a stopped rank: the watch, then MPI_Abort),
 # nccl (the NCCL backend against the stand-in libnccl/libcudart of jdist-core/src/test/c, built here with gcc, its ranks
-# separate processes meeting in a directory: a dead peer is NCCL's remote error, a stopped one is found by JDIST_TIMEOUT).
+# separate processes meeting in a directory: a dead peer is NCCL's remote error, a stopped one is found by JDIST_TIMEOUT),
+# jaccl (JACCL over its stand-in, the in-memory fabric of jdist-core's tests: its ranks are threads of one JVM, each with
+# its own watch; kill and stop only, modelled on the thread by dev.jdist.jaccl.JacclChaos, compiled here with Maven).
 # Ring and MPI ranks carry a job token (the liveness watch on, JDIST_HEARTBEAT of --heartbeat, JDIST_TIMEOUT unset: 30 min);
 # ring ranks are plain JVMs met through the rendezvous.
 # Every trial has a hard limit (--trial-timeout); every process the suite starts is ended by its pid; the rank outputs
@@ -29,7 +31,8 @@ usage() {
   cat <<'EOF'
 usage: bench/chaos/run.sh [options]
   --trials N            trials per fault and backend (default 100)
-  --backends LIST       tcp,shm,mpi,nccl (default all four; mpi is skipped without Open MPI, nccl without gcc)
+  --backends LIST       tcp,shm,mpi,nccl,jaccl (default all; mpi is skipped without Open MPI, nccl without gcc;
+                        jaccl runs kill and stop only)
   --faults LIST         kill,stop,partition,load,degraded (default all; partition and degraded need root)
   --heartbeat BOUND     JDIST_HEARTBEAT of the ring jobs (default 10s, jdist's default)
   --nccl-timeout BOUND  JDIST_TIMEOUT of the NCCL jobs (default 10s; the stand-in's ranks have no watch)
@@ -40,7 +43,7 @@ EOF
 }
 
 ARGS="$*"
-TRIALS=100 BACKENDS=tcp,shm,mpi,nccl FAULTS=kill,stop,partition,load,degraded HB=10s NCCL_TIMEOUT=10s TRIAL_T=120 BUDGET=0 OUT=""
+TRIALS=100 BACKENDS=tcp,shm,mpi,nccl,jaccl FAULTS=kill,stop,partition,load,degraded HB=10s NCCL_TIMEOUT=10s TRIAL_T=120 BUDGET=0 OUT=""
 while [ $# -gt 0 ]; do
   case $1 in
     --trials) TRIALS=$2; shift ;;
@@ -63,7 +66,7 @@ log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 [[ $BUDGET =~ ^[0-9]+$ ]] || die "--budget takes a number of seconds, got '$BUDGET'"
 IFS=, read -r -a BACKEND <<<"$BACKENDS"
 IFS=, read -r -a FAULT <<<"$FAULTS"
-for b in "${BACKEND[@]}"; do [[ $b =~ ^(tcp|shm|mpi|nccl)$ ]] || die "--backends: unknown '$b' (tcp, shm, mpi, nccl)"; done
+for b in "${BACKEND[@]}"; do [[ $b =~ ^(tcp|shm|mpi|nccl|jaccl)$ ]] || die "--backends: unknown '$b' (tcp, shm, mpi, nccl, jaccl)"; done
 for f in "${FAULT[@]}"; do [[ $f =~ ^(kill|stop|partition|load|degraded)$ ]] || die "--faults: unknown '$f' (kill, stop, partition, load, degraded)"; done
 has() { local x=$1; shift; [[ " $* " == *" $x "* ]]; }
 
@@ -88,7 +91,7 @@ exec > >(tee -a "$OUT/run.log") 2>&1
 
 echo "# jdist chaos suite: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n) ($(nproc) cores, $(uname -r)), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# bench/chaos/run.sh $ARGS"
-echo "# trials=$TRIALS backends=$BACKENDS faults=$FAULTS JDIST_HEARTBEAT=$HB (ring, mpi) JDIST_TIMEOUT=$NCCL_TIMEOUT (nccl) trial limit ${TRIAL_T}s budget=${BUDGET:-0}s"
+echo "# trials=$TRIALS backends=$BACKENDS faults=$FAULTS JDIST_HEARTBEAT=$HB (ring, mpi, jaccl) JDIST_TIMEOUT=$NCCL_TIMEOUT (nccl) trial limit ${TRIAL_T}s budget=${BUDGET:-0}s"
 echo "# $($JAVA -version 2>&1 | head -1); results in $OUT"
 
 # ---------------------------------------------------------------- processes (ended by pid, always)
@@ -327,7 +330,28 @@ NCCL_OK=0
 if has nccl "${BACKEND[@]}"; then
   if build_nccl_stubs >"$WORK/gcc.log" 2>&1; then NCCL_OK=1; else echo "# nccl skipped: building the stand-in libraries failed (gcc, libc6-dev): $(tail -3 "$WORK/gcc.log")"; fi
 fi
+# JACCL: its ranks are threads of one JVM over the in-memory fabric; JacclChaos runs the trials and appends to results.tsv
+JACCL_OK=0
+if has jaccl "${BACKEND[@]}" && { has kill "${FAULT[@]}" || has stop "${FAULT[@]}"; }; then
+  if jdist_find_maven && (cd "$ROOT" && jdist_mvn -q -B -pl jdist-core -am test-compile) >"$WORK/mvn.log" 2>&1; then JACCL_OK=1
+  else echo "# jaccl skipped: compiling jdist-core's test classes failed (mvn -pl jdist-core -am test-compile): $(tail -3 "$WORK/mvn.log")"; fi
+fi
+run_jaccl() {
+  local faults=() f left=0
+  for f in kill stop; do if has "$f" "${FAULT[@]}"; then faults+=("$f"); fi; done
+  if [ "$BUDGET" -gt 0 ]; then
+    left=$(( BUDGET - ($(date +%s) - START) ))
+    [ "$left" -gt 0 ] || { log "budget spent: jaccl skipped"; return 0; }
+  fi
+  log "jaccl: ${faults[*]}, $TRIALS trials each (ranks as threads of one JVM; its log: jaccl.log)"
+  # bounded as a whole: every trial's own limit, teardown included, and start-up
+  timeout $(( TRIALS * ${#faults[@]} * (TRIAL_T + 30) + 120 )) "$JAVA" --add-modules=jdk.incubator.vector \
+    --enable-native-access=ALL-UNNAMED -XX:+UseSerialGC -Xmx512m -cp "$ROOT/jdist-core/target/test-classes:$JAR" \
+    dev.jdist.jaccl.JacclChaos "$(IFS=,; echo "${faults[*]}")" "$TRIALS" "$HB" "$TRIAL_T" "$left" "$RESULTS" >>"$OUT/jaccl.log" 2>&1 \
+    || log "jaccl: JacclChaos ended with status $? (see $OUT/jaccl.log)"
+}
 for b in "${BACKEND[@]}"; do
+  if [ "$b" = jaccl ]; then [ "$JACCL_OK" = 1 ] && run_jaccl; continue; fi
   if [ "$b" = mpi ] && { [ -z "$MPIRUN" ] || [ -z "$MPILIB" ]; }; then
     echo "# mpi skipped: mpirun.openmpi or libmpi.so.40 missing (Debian: openmpi-bin libopenmpi-dev)"; continue
   fi
@@ -341,6 +365,7 @@ if has load "${FAULT[@]}"; then
   for b in "${BACKEND[@]}"; do
     [ "$b" = mpi ] && { [ -z "$MPIRUN" ] || [ -z "$MPILIB" ]; } && continue
     [ "$b" = nccl ] && [ "$NCCL_OK" = 0 ] && continue
+    [ "$b" = jaccl ] && continue   # its ranks are threads: the kill trials under load would measure the same JVM
     run_trials "$b" load
   done
   stop_load

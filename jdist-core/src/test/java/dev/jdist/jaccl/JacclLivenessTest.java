@@ -104,6 +104,19 @@ class JacclLivenessTest {
         }
     }
 
+    /** The chaos suite's JACCL trial (bench/chaos/run.sh --backends jaccl): a kill and a stop mid-loop, mesh and ring. */
+    @Test
+    void chaosTrialsEndEverySurvivorNamingTheVictimAndLeaveNothing() throws Exception {
+        for (String fault : List.of("kill", "stop")) {
+            for (int t = 1; t <= 2; t++) {   // odd: mesh, even: ring
+                String[] row = JacclChaos.trial(fault, t, 1, 50, "2s", 60_000).split("\t");
+                assertThat(row[6]).as("outcome of %s #%d: %s", fault, t, String.join(" ", row)).isEqualTo("ok");
+                assertThat(row[7]).isEqualTo("0:PeerUnresponsiveException:peer=1,2:PeerUnresponsiveException:peer=1,3:PeerUnresponsiveException:peer=1");
+                assertThat(row[8]).as("rank threads or groups left").isEqualTo("0");
+            }
+        }
+    }
+
     @Test
     void closeEndsAnOperationWaitingOnAnotherThreadAndReturnsWithinSeconds() throws Exception {
         List<Group> gs = mesh(2, Map.of());
