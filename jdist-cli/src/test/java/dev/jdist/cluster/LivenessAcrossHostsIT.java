@@ -86,6 +86,18 @@ class LivenessAcrossHostsIT {
         }
     }
 
+    /** A 3-rank job of all_sums for {@code seconds} (each rank bounded by {@code T}): every rank finishes, no false failure. */
+    private static void assertLoopingJobFinishes(Path dir, int seconds) throws IOException {
+        int port = FreePorts.block(1);
+        List<CompletableFuture<CommandResult>> ranks = new ArrayList<>();
+        for (int r = 0; r < 3; r++) ranks.add(rank(r, port, dir, "loop", "100000000", Integer.toString(seconds)));
+        for (int r = 0; r < 3; r++) {
+            CommandResult c = ranks.get(r).join();
+            assertThat(c.exitCode()).as("rank %d:%n%s", r, log(dir, r)).isZero();
+            assertThat(log(dir, r)).contains("rank " + r + " finished");
+        }
+    }
+
     private static Path newDir(String name) throws IOException {
         return Files.createDirectories(cluster.directory().resolve(name + "-" + System.nanoTime()));
     }
@@ -136,15 +148,8 @@ class LivenessAcrossHostsIT {
         try {
             assertThat(JdistCli.await(Duration.ofSeconds(20), () -> Files.exists(stats))).as("the relay started: %s",
                     JdistCli.read(dir.resolve("relay.log"))).isTrue();
-            int port = FreePorts.block(1);
-            List<CompletableFuture<CommandResult>> ranks = new ArrayList<>();
             // 20 s of all_sums with the heartbeat's bound at 3 s: every operation waits on the delayed links
-            for (int r = 0; r < 3; r++) ranks.add(rank(r, port, dir, "loop", "100000000", "20"));
-            for (int r = 0; r < 3; r++) {
-                CommandResult c = ranks.get(r).join();
-                assertThat(c.exitCode()).as("rank %d:%n%s", r, log(dir, r)).isZero();
-                assertThat(log(dir, r)).contains("rank " + r + " finished");
-            }
+            assertLoopingJobFinishes(dir, 20);
             // the job's connections from host 1 really went through the relay
             String totals = JdistCli.read(stats);
             assertThat(totals).as("relay totals").matches("connections=[1-9][0-9]* bytes=[1-9][0-9]*\\s*");
@@ -164,15 +169,7 @@ class LivenessAcrossHostsIT {
                     "--probability", "0.05", "-j", "DROP");
             assertThat(c.exitCode()).as(c.stderr()).isZero();
         }
-        Path dir = newDir("loss");
-        int port = FreePorts.block(1);
-        List<CompletableFuture<CommandResult>> ranks = new ArrayList<>();
         // 25 s of all_sums (a bounded loop), the heartbeat's bound 3 s: some 250 heartbeats per rank cross the lossy links
-        for (int r = 0; r < 3; r++) ranks.add(rank(r, port, dir, "loop", "100000000", "25"));
-        for (int r = 0; r < 3; r++) {
-            CommandResult c = ranks.get(r).join();
-            assertThat(c.exitCode()).as("rank %d:%n%s", r, log(dir, r)).isZero();
-            assertThat(log(dir, r)).contains("rank " + r + " finished");
-        }
+        assertLoopingJobFinishes(newDir("loss"), 25);
     }
 }
