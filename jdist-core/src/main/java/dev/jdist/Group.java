@@ -74,19 +74,35 @@ public final class Group implements AutoCloseable {
         if (impl == null) throw new UnsupportedCollectiveException("cannot split the singleton group further");
         int effectiveKey = key < 0 ? rank() : key;
         String[] label = new String[1];
+        LivenessMonitor m = monitor;
+        int[][] members = new int[1][];
         GroupImpl child = queue.run(OperationTrace.Kind.SPLIT, null, null, 0, -1, () -> {
             label[0] = OperationTrace.splitLabel(trace.group(), queue.currentSequence(), color);
-            return impl.split(color, effectiveKey);
+            GroupImpl made = impl.split(color, effectiveKey);
+            // the heartbeats name a split's members by job rank: each member learns the others' (part of split itself)
+            if (m != null && m.watching() && made.size() > 1) members[0] = jobRanks(made, m.rank());
+            return made;
         });
         Group g = new Group(child, label[0], null, null, membersJdist);   // a split of jdist ranks holds jdist ranks
-        LivenessMonitor m = monitor;
         if (m != null && child.size() > 1) {
             // a split's members are the job's: the same watch ends it, and its operations are compared too
-            if (m.watching()) child.useLiveness(m.forSplit());
+            if (m.watching()) {
+                child.useLiveness(m.forSplit());
+                m.watchSplit(label[0], members[0], g.queue);
+            }
             g.monitor = m;
             g.queue.watch(new GroupWatch(m, child, null));
         }
         return g;
+    }
+
+    /** Every member's job rank, by rank in {@code group}: an all-gather over it. */
+    private static int[] jobRanks(GroupImpl group, int jobRank) {
+        Array all = Array.zeros(DType.INT32, group.size());
+        group.allGather(Array.fromInts(new int[] {jobRank}, 1), all);
+        int[] ranks = new int[group.size()];
+        for (int i = 0; i < ranks.length; i++) ranks[i] = (int) all.getDouble(i);
+        return ranks;
     }
 
     public Array allSum(Array x) { return allReduce(x, ReduceOp.SUM); }
@@ -743,6 +759,7 @@ public final class Group implements AutoCloseable {
         try {
             // the watch says goodbye before the connections close, so that no peer takes this rank's end for a failure
             if (ownsMonitor) monitor.close();
+            else if (monitor != null) monitor.forgetSplit(queue);
             // closing the backend ends a running operation (its sockets close, native backends abort and wait for it)
             if (impl != null) impl.close();
             queue.awaitFinished();

@@ -25,9 +25,16 @@ public final class Diagnosis {
      * @param heardAgoMs how long ago its last heartbeat arrived
      * @param sinceMs    how long it had been in {@code running} (or idle after {@code last}) when it was last heard
      * @param left       whether it closed its group
+     * @param elsewhere  for a group made by {@code split}: what the rank does outside it, when its heartbeat shows no
+     *                   operation of this group (then {@code running} and {@code last} are null); else null
      */
     public record Seen(int rank, String where, OperationFingerprint running, OperationFingerprint last, long heardAgoMs,
-                       long sinceMs, boolean left) {}
+                       long sinceMs, boolean left, String elsewhere) {
+        public Seen(int rank, String where, OperationFingerprint running, OperationFingerprint last, long heardAgoMs, long sinceMs,
+                    boolean left) {
+            this(rank, where, running, last, heardAgoMs, sinceMs, left, null);
+        }
+    }
 
     /**
      * A mismatch: the calls of the ranks at one collective number (rank → call), and a note when those calls are alike
@@ -110,6 +117,15 @@ public final class Diagnosis {
      * they were last seen doing. For a collective, the ranks not in it yet; for a send or recv, its peer.
      */
     public static String waitReport(int me, OperationFingerprint mine, long waitedMs, List<Seen> others, String deadline) {
+        return waitReport(me, null, mine.peer(), mine, waitedMs, others, deadline);
+    }
+
+    /**
+     * The same for an operation of a group made by {@code split} ({@code group} its label, null for the world group):
+     * ranks are the job's, {@code peer} is the job rank of a send or recv's peer (the fingerprint numbers it in the group).
+     */
+    public static String waitReport(int me, String group, int peer, OperationFingerprint mine, long waitedMs, List<Seen> others,
+                                    String deadline) {
         List<String> notIn = new ArrayList<>();
         List<Integer> in = new ArrayList<>();
         for (Seen s : others) {
@@ -118,13 +134,14 @@ public final class Diagnosis {
             if (mine.isCollective()) {
                 inIt = s.running() != null && s.running().isCollective() && s.running().collective() == mine.collective();
             } else {
-                if (s.rank() != mine.peer()) continue;
+                if (s.rank() != peer) continue;
                 inIt = false;
             }
             if (inIt) in.add(s.rank());
             else notIn.add("rank " + s.rank() + " " + s.where() + ": " + doing(s));
         }
-        StringBuilder sb = new StringBuilder("jdist rank " + me + ": " + mine.describe() + " has waited " + seconds(waitedMs) + " for ");
+        StringBuilder sb = new StringBuilder("jdist rank " + me + ": " + mine.describe() + (group == null ? "" : " of group " + group)
+                + " has waited " + seconds(waitedMs) + " for ");
         if (mine.isCollective()) {
             if (notIn.isEmpty()) {
                 sb.append("data: every rank is in it (").append(ranks(in)).append(" and this one), so the bytes are slow to"
@@ -135,7 +152,7 @@ public final class Diagnosis {
                 if (!in.isEmpty()) sb.append(". In it already: ").append(ranks(in));
             }
         } else {
-            sb.append(notIn.isEmpty() ? "rank " + mine.peer() : String.join("; ", notIn));
+            sb.append(notIn.isEmpty() ? "rank " + peer : String.join("; ", notIn));
         }
         sb.append(". It waits up to ").append(deadline).append(" (JDIST_TIMEOUT) while the heartbeat says its peers are alive;"
                 + " a peer that is gone is reported within JDIST_HEARTBEAT.");
@@ -145,6 +162,7 @@ public final class Diagnosis {
     private static String doing(Seen s) {
         if (s.left()) return "closed its group";
         String alive = "alive (heard " + seconds(s.heardAgoMs()) + " ago), ";
+        if (s.elsewhere() != null) return alive + "in no operation of this group: " + s.elsewhere();
         if (s.running() != null) return alive + "in " + s.running().describe() + " for " + seconds(s.sinceMs() + s.heardAgoMs());
         if (s.last() != null) return alive + "idle since " + s.last().describe() + " ended " + seconds(s.sinceMs() + s.heardAgoMs()) + " ago";
         return alive + "no operation yet";

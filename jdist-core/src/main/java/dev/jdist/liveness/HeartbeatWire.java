@@ -23,10 +23,12 @@ import java.util.Arrays;
  * record    "JDLR" | version u8 | flags u8 (bit 0 heartbeat on, bit 1 JDIST_DEBUG=detail) | 0 u16 | port u32
  *           | heartbeat ms u64 | incarnation u64 | 0 u32                                                     32 bytes
  * datagram  "JDLV" | version u8 | type u8 (1 beat, 2 leave) | flags u8 (bit 0 running, bit 1 last, bit 2 reason,
- *           bit 3 recent) | 0 u8
+ *           bit 3 recent, bit 4 split) | 0 u8
  *           | rank u32 | incarnation u64 | sequence u64 | ms since the running/last operation changed u32
  *           | [running fingerprint (64)] | [last completed fingerprint (64)]
  *           | [recent collectives: count u8 (at most 8) | fingerprints (64 each)]
+ *           | [split: group id i32 | ms since its running/last operation changed u32 | flags u8 (bit 0 running,
+ *              bit 1 last) | [running fingerprint (64)] | [last completed fingerprint (64)]]
  *           | [reason: kind u8 | state u8 | origin u32 | subject i32 | silence ms u32 | class (u8 length + UTF-8)
  *              | text (u16 length + UTF-8, at most 400 bytes)]
  *           | HMAC-SHA256(key, everything before)[0..16)
@@ -46,13 +48,19 @@ final class HeartbeatWire {
     /** One rank's record from the start-up all-gather. */
     record Record(int port, long heartbeatMillis, boolean heartbeat, boolean detail, long incarnation) {}
 
-    /** A decoded datagram. */
+    /** A decoded datagram: the world group's activity, and (when present) that of one group made by {@code split}. */
     record Beat(int type, int rank, long incarnation, long sequence, int sinceMs, OperationFingerprint running,
-                OperationFingerprint last, java.util.List<OperationFingerprint> recent, Reason reason) {
+                OperationFingerprint last, java.util.List<OperationFingerprint> recent, SplitActivity split, Reason reason) {
         Beat {
             recent = recent == null ? java.util.List.of() : recent;
         }
     }
+
+    /**
+     * What a rank does in one group made by {@code split}: the group's id (the hash of its label, the same on every
+     * member), how long since its running or last operation changed, and those operations (numbered in that group).
+     */
+    record SplitActivity(int group, int sinceMs, OperationFingerprint running, OperationFingerprint last) {}
 
     private final Mac mac;
     private final byte[] macOut = new byte[32];
@@ -115,7 +123,7 @@ final class HeartbeatWire {
     synchronized byte[] encode(Beat beat) {
         ByteBuffer b = ByteBuffer.allocate(MAX_DATAGRAM).order(ByteOrder.BIG_ENDIAN);
         int flags = (beat.running() != null ? 1 : 0) | (beat.last() != null ? 2 : 0) | (beat.reason() != null ? 4 : 0)
-                | (beat.recent().isEmpty() ? 0 : 8);
+                | (beat.recent().isEmpty() ? 0 : 8) | (beat.split() != null ? 16 : 0);
         b.putInt(MAGIC).put((byte) VERSION).put((byte) beat.type()).put((byte) flags).put((byte) 0);
         b.putInt(beat.rank()).putLong(beat.incarnation()).putLong(beat.sequence()).putInt(beat.sinceMs());
         if (beat.running() != null) b.put(beat.running().encode());
@@ -124,6 +132,13 @@ final class HeartbeatWire {
             int count = Math.min(8, beat.recent().size());
             b.put((byte) count);
             for (int i = 0; i < count; i++) b.put(beat.recent().get(i).encode());
+        }
+        SplitActivity split = beat.split();
+        if (split != null) {
+            b.putInt(split.group()).putInt(split.sinceMs())
+                    .put((byte) ((split.running() != null ? 1 : 0) | (split.last() != null ? 2 : 0)));
+            if (split.running() != null) b.put(split.running().encode());
+            if (split.last() != null) b.put(split.last().encode());
         }
         Reason r = beat.reason();
         if (r != null) {
@@ -175,6 +190,15 @@ final class HeartbeatWire {
                     if (f != null) recent.add(f);
                 }
             }
+            SplitActivity split = null;
+            if ((flags & 16) != 0) {
+                int group = b.getInt();
+                int splitSince = b.getInt();
+                int splitFlags = b.get();
+                OperationFingerprint splitRunning = (splitFlags & 1) != 0 ? fingerprint(buf, b) : null;
+                OperationFingerprint splitLast = (splitFlags & 2) != 0 ? fingerprint(buf, b) : null;
+                split = new SplitActivity(group, splitSince, splitRunning, splitLast);
+            }
             Reason reason = null;
             if ((flags & 4) != 0) {
                 Reason.Kind[] kinds = Reason.Kind.values();
@@ -193,7 +217,7 @@ final class HeartbeatWire {
                         new String(text, StandardCharsets.UTF_8));
             }
             if (type != BEAT && type != LEAVE) return null;
-            return new Beat(type, rank, incarnation, sequence, since, running, last, recent, reason);
+            return new Beat(type, rank, incarnation, sequence, since, running, last, recent, split, reason);
         } catch (java.nio.BufferUnderflowException e) {
             return null;
         }

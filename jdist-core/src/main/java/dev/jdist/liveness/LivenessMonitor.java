@@ -86,6 +86,24 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
     private volatile long emptyReceives;
     private long reportedWait = -1;                 // watch thread only
     private long mismatchSeen;                      // watch thread only: when a mismatch was first seen, or 0
+    private final List<SplitGroup> splits = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** A group made by {@code split} on this rank: its heartbeat section, mismatch check and long-wait report. */
+    private static final class SplitGroup {
+        final String label;
+        final int id;                 // the label's hash: the same on every member, carried in heartbeats
+        final int[] members;          // job ranks, by rank in the group
+        final LocalActivity activity;
+        long reportedWait = -1;       // watch thread only
+        long mismatchSeen;            // watch thread only
+
+        SplitGroup(String label, int[] members, LocalActivity activity) {
+            this.label = label;
+            this.id = label.hashCode();
+            this.members = members.clone();
+            this.activity = activity;
+        }
+    }
 
     /** What this rank knows of one peer; written by the watch's thread, read by any. */
     private static final class Peer {
@@ -96,6 +114,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         volatile OperationFingerprint last;
         volatile List<OperationFingerprint> recent = List.of();
         volatile long sinceMs;
+        volatile HeartbeatWire.SplitActivity split;   // what its latest heartbeat said of a group made by split, or null
         volatile boolean left;
         volatile Reason notice;
         volatile boolean declaredLost;
@@ -227,6 +246,24 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
 
     /** {@code JDIST_DEBUG=detail}, as every rank agreed. */
     public boolean detail() { return settings.detail(); }
+
+    /** This rank's number in the job (the world group). */
+    public int rank() { return rank; }
+
+    /**
+     * Reports and checks a group made by {@code split} as the world group's operations are: its operations go into the
+     * heartbeats (one such group per beat: the one whose operation has waited longest, else the one used last), ranks
+     * compare its collectives, and a long wait in it is reported. {@code label} is the group's name, the same on every
+     * member; {@code members} its members' job ranks by rank in the group; {@code activity} its operation queue.
+     */
+    public void watchSplit(String label, int[] members, LocalActivity activity) {
+        if (socket != null) splits.add(new SplitGroup(label, members, activity));
+    }
+
+    /** The group made by {@code split} whose queue is {@code activity} closed: no more reports of it. */
+    public void forgetSplit(LocalActivity activity) {
+        splits.removeIf(s -> s.activity == activity);
+    }
 
     /** A view for groups made by {@code split}: the same failures, but its ranks are not the job's, so nobody has left. */
     public Liveness forSplit() {
@@ -515,6 +552,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         p.last = beat.last();
         p.recent = beat.recent();
         p.sinceMs = beat.sinceMs();
+        p.split = beat.split();
         Reason r = beat.reason();
         if (r != null) {
             p.notice = r;
@@ -564,12 +602,88 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
             for (int q = 0; q < size; q++) {
                 if (q == rank) continue;
                 Peer p = peers[q];
-                seen.add(new Diagnosis.Seen(q, where(q), p.running, p.last, TimeUnit.NANOSECONDS.toMillis(now - p.heardNanos), p.sinceMs,
-                        p.left));
+                long heard = TimeUnit.NANOSECONDS.toMillis(now - p.heardNanos);
+                HeartbeatWire.SplitActivity inSplit = p.split;
+                if (p.running == null && inSplit != null && inSplit.running() != null) {
+                    seen.add(new Diagnosis.Seen(q, where(q), null, null, heard, 0, p.left, "in " + inSplit.running().describe()
+                            + " of a group made by split, for " + Diagnosis.seconds(inSplit.sinceMs() + heard)));
+                } else {
+                    seen.add(new Diagnosis.Seen(q, where(q), p.running, p.last, heard, p.sinceMs, p.left));
+                }
             }
             System.err.println(Diagnosis.waitReport(rank, running, TimeUnit.NANOSECONDS.toMillis(now - activity.changedAtNanos()),
                     seen, LivenessSettings.seconds(settings.progressDeadline())));
         }
+        for (SplitGroup s : splits) checkSplit(s, now);
+    }
+
+    /** The same for a group made by split: its members' calls as their heartbeats report them, and its long waits. */
+    private void checkSplit(SplitGroup s, long now) {
+        if (declared != null) return;
+        OperationFingerprint running = s.activity.running();
+        Map<Integer, List<OperationFingerprint>> known = new TreeMap<>();
+        known.put(rank, withRecent(running, s.activity.lastCompleted(), s.activity.recentCollectives()));
+        for (int q : s.members) {
+            HeartbeatWire.SplitActivity a = q == rank ? null : peers[q].split;
+            if (a != null && a.group() == s.id) known.put(q, Arrays.asList(a.running(), a.last()));
+        }
+        Diagnosis.Mismatch found = Diagnosis.mismatch(known, false);
+        if (found == null) {
+            s.mismatchSeen = 0;
+        } else if (s.mismatchSeen == 0) {
+            s.mismatchSeen = now;
+        } else if (found.calls().size() == s.members.length || now - s.mismatchSeen > settings.interval().toNanos() * 3 / 2) {
+            String ranks = Arrays.stream(s.members).mapToObj(Integer::toString).collect(java.util.stream.Collectors.joining(", "));
+            mismatch(found.calls(), found.note() + " (in group " + s.label + " of job ranks " + ranks + ")");
+            return;
+        }
+        if (running == null || running.sequence() == s.reportedWait || now - s.activity.changedAtNanos() <= waitReportNanos) return;
+        s.reportedWait = running.sequence();
+        List<Diagnosis.Seen> seen = new ArrayList<>();
+        for (int q : s.members) {
+            if (q == rank) continue;
+            Peer p = peers[q];
+            long heard = TimeUnit.NANOSECONDS.toMillis(now - p.heardNanos);
+            HeartbeatWire.SplitActivity a = p.split;
+            if (a != null && a.group() == s.id) seen.add(new Diagnosis.Seen(q, where(q), a.running(), a.last(), heard, a.sinceMs(), p.left));
+            else seen.add(new Diagnosis.Seen(q, where(q), null, null, heard, 0, p.left, elsewhere(p, heard)));
+        }
+        int peer = !running.isCollective() && running.peer() >= 0 && running.peer() < s.members.length ? s.members[running.peer()] : -1;
+        System.err.println(Diagnosis.waitReport(rank, s.label, peer, running, TimeUnit.NANOSECONDS.toMillis(now - s.activity.changedAtNanos()),
+                seen, LivenessSettings.seconds(settings.progressDeadline())));
+    }
+
+    /** What a peer does outside a group made by split, as its heartbeat says. */
+    private static String elsewhere(Peer p, long heardMs) {
+        OperationFingerprint worldRunning = p.running;
+        HeartbeatWire.SplitActivity other = p.split;
+        if (worldRunning != null) {
+            return "in " + worldRunning.describe() + " of the world group for " + Diagnosis.seconds(p.sinceMs + heardMs);
+        }
+        if (other != null && other.running() != null) {
+            return "in " + other.running().describe() + " of another group made by split, for " + Diagnosis.seconds(other.sinceMs() + heardMs);
+        }
+        return p.last == null ? "no operation of the world group yet" : "idle since the world group's " + p.last.describe() + " ended";
+    }
+
+    /** The group made by split this rank's heartbeat reports: the one whose operation has waited longest, else the one used last. */
+    private HeartbeatWire.SplitActivity splitToReport(long now) {
+        SplitGroup pick = null;
+        boolean pickRunning = false;
+        long pickChanged = 0;
+        for (SplitGroup s : splits) {
+            boolean running = s.activity.running() != null;
+            long changed = s.activity.changedAtNanos();
+            if (pick == null || (running && !pickRunning)
+                    || (running == pickRunning && (running ? changed - pickChanged < 0 : changed - pickChanged > 0))) {
+                pick = s;
+                pickRunning = running;
+                pickChanged = changed;
+            }
+        }
+        if (pick == null) return null;
+        return new HeartbeatWire.SplitActivity(pick.id, (int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(now - pickChanged)),
+                pick.activity.running(), pick.activity.lastCompleted());
     }
 
     private static List<OperationFingerprint> withRecent(OperationFingerprint running, OperationFingerprint last,
@@ -588,7 +702,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         Reason r = own != null ? own : declared;
         byte[] bytes = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.BEAT, rank, incarnation, sequence.incrementAndGet(),
                 (int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(t - activity.changedAtNanos())),
-                activity.running(), activity.lastCompleted(), activity.recentCollectives(), r));
+                activity.running(), activity.lastCompleted(), activity.recentCollectives(), splitToReport(t), r));
         sendToAll(bytes);
     }
 
@@ -608,7 +722,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         if (socket == null || addresses == null || socket.isClosed()) return;
         for (int i = 0; i < 2; i++) {
             sendToAll(wire.encode(new HeartbeatWire.Beat(HeartbeatWire.LEAVE, rank, incarnation, sequence.incrementAndGet(), 0,
-                    null, null, null, null)));
+                    null, null, null, null, null)));
         }
     }
 

@@ -85,6 +85,26 @@ class DiagnosisTest {
     }
 
     @Test
+    void aSplitGroupsReportNamesTheGroupJobRanksAndWhatMembersDoElsewhere() {
+        OperationFingerprint mine = op(7, "all_sum", DType.FLOAT32, 8);
+        String r = Diagnosis.waitReport(4, "world/split@2(color=0)", -1, mine, 65_000, List.of(
+                new Diagnosis.Seen(0, "node0 (pid 10, 10.0.0.1)", null, null, 100, 0, false,
+                        "in all_gather int32[12] #40 of the world group for 64 s"),
+                new Diagnosis.Seen(2, "node2 (pid 12, 10.0.0.3)", op(7, "all_sum", DType.FLOAT32, 8), null, 100, 64_000, false)),
+                "1800 s");
+        assertThat(r).startsWith("jdist rank 4: all_sum float32[8] #7 of group world/split@2(color=0) has waited 65 s for 1 rank not in it yet: ")
+                .contains("rank 0 node0 (pid 10, 10.0.0.1): alive (heard 0.1 s ago), in no operation of this group: in all_gather int32[12] #40 "
+                        + "of the world group for 64 s")
+                .contains("In it already: rank 2");
+        // a send or recv: its peer is named by job rank
+        OperationFingerprint send = OperationFingerprint.of(3, 0, "send", DType.FLOAT32, new int[] {4}, 1);
+        String p = Diagnosis.waitReport(4, "g", 6, send, 61_000, List.of(
+                new Diagnosis.Seen(2, "x", null, null, 100, 0, false, "no operation of the world group yet"),
+                new Diagnosis.Seen(6, "node6", null, op(2, "all_sum", DType.FLOAT32, 8), 100, 61_000, false)), "1800 s");
+        assertThat(p).contains("rank 6 node6: alive").doesNotContain("rank 2 x");
+    }
+
+    @Test
     void whenEveryRankIsInItTheReportSaysTheDataIsSlow() {
         OperationFingerprint mine = op(5, "all_gather", DType.UINT8, 1 << 20);
         String r = Diagnosis.waitReport(1, mine, 90_000, List.of(

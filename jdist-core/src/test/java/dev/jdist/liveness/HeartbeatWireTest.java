@@ -16,7 +16,7 @@ class HeartbeatWireTest {
         OperationFingerprint running = OperationFingerprint.of(9, 8, "all_sum", DType.FLOAT32, new int[] {1024}, -1);
         OperationFingerprint last = OperationFingerprint.of(8, 7, "all_gather", DType.INT32, new int[] {12}, -1);
         Reason reason = Reason.silent(1, 3, PeerUnresponsiveException.State.STOPPED, 8123);
-        byte[] b = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.BEAT, 1, 42L, 7L, 1500, running, last, java.util.List.of(running, last), reason));
+        byte[] b = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.BEAT, 1, 42L, 7L, 1500, running, last, java.util.List.of(running, last), null, reason));
         assertThat(b.length).isLessThan(HeartbeatWire.MAX_DATAGRAM);
         HeartbeatWire.Beat back = wire.decode(b, b.length);
         assertThat(back.rank()).isEqualTo(1);
@@ -27,6 +27,23 @@ class HeartbeatWireTest {
         assertThat(back.last().describe()).isEqualTo(last.describe());
         assertThat(back.reason()).isEqualTo(reason);
         assertThat(back.recent()).extracting(OperationFingerprint::describe).containsExactly(running.describe(), last.describe());
+        assertThat(back.split()).isNull();
+    }
+
+    @Test
+    void aSplitGroupsSectionComesBackWithOrWithoutItsOperations() {
+        OperationFingerprint running = OperationFingerprint.of(3, 2, "all_sum", DType.FLOAT16, new int[] {64}, -1);
+        OperationFingerprint last = OperationFingerprint.of(2, 1, "recv", DType.INT8, new int[] {4}, 1);
+        for (HeartbeatWire.SplitActivity split : java.util.List.of(new HeartbeatWire.SplitActivity(-123456, 61_000, running, last),
+                new HeartbeatWire.SplitActivity(5, 0, null, last), new HeartbeatWire.SplitActivity(6, 1, null, null))) {
+            byte[] b = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.BEAT, 1, 42L, 7L, 10, null, null, null, split, null));
+            HeartbeatWire.SplitActivity back = wire.decode(b, b.length).split();
+            assertThat(back.group()).isEqualTo(split.group());
+            assertThat(back.sinceMs()).isEqualTo(split.sinceMs());
+            assertThat(back.running() == null ? null : back.running().describe())
+                    .isEqualTo(split.running() == null ? null : split.running().describe());
+            assertThat(back.last() == null ? null : back.last().describe()).isEqualTo(split.last() == null ? null : split.last().describe());
+        }
     }
 
     @Test
@@ -34,14 +51,15 @@ class HeartbeatWireTest {
         Reason r = new Reason(Reason.Kind.FAILED, 0, -1, null, 0, "DeadlineExceededException", "é".repeat(5000));
         OperationFingerprint f = OperationFingerprint.of(1, 1, "all_sum", DType.FLOAT32, new int[] {1, 2, 3, 4, 5}, -1);
         java.util.List<OperationFingerprint> eight = java.util.Collections.nCopies(8, f);
-        byte[] b = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.BEAT, 0, 1, 1, 0, f, f, eight, r));
+        byte[] b = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.BEAT, 0, 1, 1, 0, f, f, eight,
+                new HeartbeatWire.SplitActivity(77, 5, f, f), r));
         assertThat(b.length).isLessThan(HeartbeatWire.MAX_DATAGRAM);
         assertThat(wire.decode(b, b.length).reason().text()).hasSizeLessThanOrEqualTo(Reason.MAX_TEXT);
     }
 
     @Test
     void datagramsOfAnotherKeyOrAlteredOnTheWayAreIgnored() {
-        byte[] b = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.LEAVE, 0, 1, 1, 0, null, null, null, null));
+        byte[] b = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.LEAVE, 0, 1, 1, 0, null, null, null, null, null));
         HeartbeatWire other = new HeartbeatWire(HeartbeatWire.key("another token", WatchedGroups.loopbackTable(2)));
         assertThat(other.decode(b, b.length)).isNull();
         assertThat(wire.decode(b, b.length).type()).isEqualTo(HeartbeatWire.LEAVE);

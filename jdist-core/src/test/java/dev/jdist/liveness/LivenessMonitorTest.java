@@ -171,6 +171,72 @@ class LivenessMonitorTest {
     }
 
     @Test
+    void callsThatDifferInAGroupMadeBySplitFailEveryRankOfTheJob() throws Exception {
+        List<LivenessMonitor> ms = start(4, Map.of("JDIST_HEARTBEAT", "1s"), new ArrayList<>(), LivenessMonitor.WAIT_REPORT);
+        String label = "world/split@1(color=0)";
+        Activity a0 = new Activity();
+        Activity a2 = new Activity();
+        ms.get(0).watchSplit(label, new int[] {0, 2}, a0);
+        ms.get(2).watchSplit(label, new int[] {0, 2}, a2);
+        a0.running = OperationFingerprint.of(1, 1, "all_gather", DType.INT32, new int[] {12}, -1);
+        a2.running = OperationFingerprint.of(1, 1, "all_sum", DType.FLOAT32, new int[] {1024}, -1);
+        for (int q = 0; q < 4; q++) {
+            DistributedException f = awaitFailure(ms.get(q), 4000);
+            assertThat(f).as("rank %d", q).isInstanceOf(CollectiveMismatchException.class);
+            assertThat(f.getMessage()).contains("rank 2 is in all_sum float32[1024] #1").contains("rank 0 is in all_gather int32[12] #1")
+                    .contains("in group world/split@1(color=0) of job ranks 0, 2");
+        }
+    }
+
+    @Test
+    void groupsMadeBySplitAreComparedOnlyWithinThemselves() throws Exception {
+        List<LivenessMonitor> ms = start(4, Map.of("JDIST_HEARTBEAT", "1s"), new ArrayList<>(), LivenessMonitor.WAIT_REPORT);
+        for (int q = 0; q < 4; q++) {
+            Activity a = new Activity();
+            int colour = q % 2;
+            ms.get(q).watchSplit("world/split@1(color=" + colour + ")", colour == 0 ? new int[] {0, 2} : new int[] {1, 3}, a);
+            // the same collective number, different calls in the two groups: no mismatch
+            a.running = colour == 0 ? OperationFingerprint.of(1, 1, "all_sum", DType.FLOAT32, new int[] {8}, -1)
+                    : OperationFingerprint.of(1, 1, "all_gather", DType.INT8, new int[] {3}, -1);
+        }
+        Thread.sleep(3000);
+        for (LivenessMonitor m : ms) assertThat(m.failure()).isNull();
+    }
+
+    @Test
+    void aLongWaitInAGroupMadeBySplitIsReportedWithWhatItsMembersDo() throws Exception {
+        PrintStream err = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(captured, true));
+        try {
+            List<Activity> world = new ArrayList<>();
+            List<LivenessMonitor> ms = start(4, Map.of("JDIST_HEARTBEAT", "1s"), world, Duration.ofMillis(1500));
+            String label = "world/split@1(color=0)";
+            int[] members = {0, 1, 3};
+            Activity a0 = new Activity();
+            Activity a3 = new Activity();
+            ms.get(0).watchSplit(label, members, a0);
+            ms.get(3).watchSplit(label, members, a3);
+            // rank 1 has not reached the group's operations: it is in a world collective
+            world.get(1).running = OperationFingerprint.of(9, 9, "all_gather", DType.INT32, new int[] {12}, -1);
+            world.get(1).changed = System.nanoTime();
+            a3.last = OperationFingerprint.of(3, 3, "all_max", DType.INT8, new int[] {2}, -1);
+            a3.changed = System.nanoTime();
+            a0.running = OperationFingerprint.of(4, 4, "all_sum", DType.FLOAT32, new int[] {8}, -1);
+            a0.changed = System.nanoTime();
+            Thread.sleep(4000);
+            for (LivenessMonitor m : ms) assertThat(m.failure()).isNull();
+        } finally {
+            System.setErr(err);
+        }
+        String out = captured.toString();
+        assertThat(out).containsOnlyOnce("jdist rank 0: all_sum float32[8] #4 of group world/split@1(color=0) has waited");
+        assertThat(out).contains("2 ranks not in it yet")
+                .contains("rank 1 testhost").contains("in no operation of this group: in all_gather int32[12] #9 of the world group")
+                .contains("rank 3 testhost").contains("idle since all_max int8[2] #3");
+    }
+
+    @Test
     void ranksThatDisagreeOnTheHeartbeatFailAlike() {
         JobTable table = WatchedGroups.loopbackTable(2);
         LivenessMonitor a = LivenessMonitor.open(0, table, LivenessSettings.fromEnvironment(Map.of("JDIST_HEARTBEAT", "3s")), new Activity(), null);

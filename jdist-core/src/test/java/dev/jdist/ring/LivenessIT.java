@@ -151,4 +151,21 @@ class LivenessIT {
             }
         }
     }
+
+    /**
+     * The same inside a group made by split (ranks 0 and 2 of 4): the heartbeats carry the split group's calls as well,
+     * so its members' different collectives are found, and every rank of the job fails with it, the other group's too.
+     */
+    @Test
+    void withoutDetailAMismatchInAGroupMadeBySplitIsFoundByTheWatch() throws Exception {
+        try (RankProcesses ranks = start(dir, 4, env("tcp"), "split-mismatch", "2", "10")) {
+            for (int r = 0; r < 4; r++) {
+                int code = ranks.await(r, 90);
+                String out = ranks.output(r);
+                assertThat(code).as("rank %d: 9 CollectiveMismatch; output:%n%s", r, out).isEqualTo(9);
+                assertThat(out).contains("rank 2 is in all_sum float32[1024] #1").contains("rank 0 is in all_gather int32[12] #1")
+                        .contains("in group world/split@1(color=0) of job ranks 0, 2");
+            }
+        }
+    }
 }

@@ -20,6 +20,8 @@ import dev.jdist.PeerUnresponsiveException;
  *   <li>{@code mismatch op|dtype|shape RANK [SECONDS]}: one all_sum first, then rank RANK calls another collective than
  *       the others (op: all_sum float32[1024] against all_gather int32[12]; dtype: int32[256] against float32[256];
  *       shape: [2,128] against [256]), then, after SECONDS of sleep, 20 more all_sums.</li>
+ *   <li>{@code split-mismatch RANK [SECONDS]}: the same "op" mismatch inside a group made by split (colour = rank mod 2,
+ *       one all_sum in it first); the other group runs its all_sum; then SECONDS of sleep and 20 all_sums of the job.</li>
  * </ul>
  * Prints "looping" once under way, then "finished" or "FAILED Class peer=P state=S: message". Exit codes: 0 finished,
  * 3 PeerLost, 4 DeadlineExceeded, 5 other DistributedException, 6 ConfigException, 7 anything else, 8 PeerUnresponsive,
@@ -30,8 +32,12 @@ public final class LivenessProgram {
         int code;
         try {
             Group g = Distributed.init(true, "ring");
-            if (args[0].equals("loop")) loop(g, args);
-            else mismatch(g, args[1], Integer.parseInt(args[2]), args.length > 3 ? Long.parseLong(args[3]) : 0);
+            long thenSleep = args.length > 3 ? Long.parseLong(args[3]) : 0;
+            switch (args[0]) {
+                case "loop" -> loop(g, args);
+                case "split-mismatch" -> splitMismatch(g, Integer.parseInt(args[1]), args.length > 2 ? Long.parseLong(args[2]) : 0);
+                default -> mismatch(g, args[1], Integer.parseInt(args[2]), thenSleep);
+            }
             System.out.println("rank " + g.rank() + " finished");
             code = 0;
         } catch (PeerUnresponsiveException e) {
@@ -101,6 +107,19 @@ public final class LivenessProgram {
             default -> throw new IllegalArgumentException(kind);
         }
         // the program goes on, as a real one would (after some work of its own, when asked to)
+        Thread.sleep(thenSleepSeconds * 1000);
+        for (int i = 0; i < 20; i++) g.allSum(Array.ones(DType.FLOAT32, 1000));
+    }
+
+    private static void splitMismatch(Group g, int odd, long thenSleepSeconds) throws InterruptedException {
+        g.allSum(Array.ones(DType.FLOAT32, 4));
+        Group half = g.split(g.rank() % 2);
+        half.allSum(Array.ones(DType.FLOAT32, 4));
+        System.out.println("rank " + g.rank() + " looping");
+        System.out.flush();
+        if (g.rank() % 2 != odd % 2) half.allSum(Array.ones(DType.FLOAT32, 4));
+        else if (g.rank() == odd) half.allSum(Array.zeros(DType.FLOAT32, 1024));
+        else half.allGather(Array.zeros(DType.INT32, 12));
         Thread.sleep(thenSleepSeconds * 1000);
         for (int i = 0; i < 20; i++) g.allSum(Array.ones(DType.FLOAT32, 1000));
     }
