@@ -61,6 +61,23 @@ class LivenessMonitorTest {
         return ms;
     }
 
+    interface Body {
+        void run() throws Exception;
+    }
+
+    /** What {@code body} printed on stderr (the watch's reports go there). */
+    static String stderrOf(Body body) throws Exception {
+        PrintStream err = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(captured, true));
+        try {
+            body.run();
+        } finally {
+            System.setErr(err);
+        }
+        return captured.toString();
+    }
+
     @AfterEach
     void closeAll() {
         for (LivenessMonitor m : monitors) m.close();
@@ -151,10 +168,7 @@ class LivenessMonitorTest {
 
     @Test
     void aLongWaitIsReportedOnceNamingTheRanksNotInIt() throws Exception {
-        PrintStream err = System.err;
-        ByteArrayOutputStream captured = new ByteArrayOutputStream();
-        System.setErr(new PrintStream(captured, true));
-        try {
+        String out = stderrOf(() -> {
             List<Activity> acts = new ArrayList<>();
             start(2, Map.of("JDIST_HEARTBEAT", "1s"), acts, Duration.ofMillis(1500));
             acts.get(1).last = OperationFingerprint.of(3, 3, "all_max", DType.INT8, new int[] {2}, -1);
@@ -162,10 +176,7 @@ class LivenessMonitorTest {
             acts.get(0).running = OperationFingerprint.of(4, 4, "all_sum", DType.FLOAT32, new int[] {8}, -1);
             acts.get(0).changed = System.nanoTime();
             Thread.sleep(4000);
-        } finally {
-            System.setErr(err);
-        }
-        String out = captured.toString();
+        });
         assertThat(out).containsOnlyOnce("jdist rank 0: all_sum float32[8] #4 has waited");
         assertThat(out).contains("rank 1 testhost").contains("idle since all_max int8[2] #3");
     }
@@ -205,10 +216,7 @@ class LivenessMonitorTest {
 
     @Test
     void aLongWaitInAGroupMadeBySplitIsReportedWithWhatItsMembersDo() throws Exception {
-        PrintStream err = System.err;
-        ByteArrayOutputStream captured = new ByteArrayOutputStream();
-        System.setErr(new PrintStream(captured, true));
-        try {
+        String out = stderrOf(() -> {
             List<Activity> world = new ArrayList<>();
             List<LivenessMonitor> ms = start(4, Map.of("JDIST_HEARTBEAT", "1s"), world, Duration.ofMillis(1500));
             String label = "world/split@1(color=0)";
@@ -226,10 +234,7 @@ class LivenessMonitorTest {
             a0.changed = System.nanoTime();
             Thread.sleep(4000);
             for (LivenessMonitor m : ms) assertThat(m.failure()).isNull();
-        } finally {
-            System.setErr(err);
-        }
-        String out = captured.toString();
+        });
         assertThat(out).containsOnlyOnce("jdist rank 0: all_sum float32[8] #4 of group world/split@1(color=0) has waited");
         assertThat(out).contains("2 ranks not in it yet")
                 .contains("rank 1 testhost").contains("in no operation of this group: in all_gather int32[12] #9 of the world group")
