@@ -101,7 +101,7 @@ public final class Group implements AutoCloseable {
         Array all = Array.zeros(DType.INT32, group.size());
         group.allGather(Array.fromInts(new int[] {jobRank}, 1), all);
         int[] ranks = new int[group.size()];
-        for (int i = 0; i < ranks.length; i++) ranks[i] = (int) all.getDouble(i);
+        for (int i = 0; i < ranks.length; i++) ranks[i] = (int) all.getLong(i);
         return ranks;
     }
 

@@ -586,14 +586,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
             Map<Integer, List<OperationFingerprint>> known = new TreeMap<>();
             known.put(rank, withRecent(running, finished, activity.recentCollectives()));
             for (int q = 0; q < size; q++) if (q != rank) known.put(q, withRecent(peers[q].running, peers[q].last, peers[q].recent));
-            Diagnosis.Mismatch found = Diagnosis.mismatch(known, false);
-            if (found == null) {
-                mismatchSeen = 0;
-            } else if (mismatchSeen == 0) {
-                mismatchSeen = now;   // wait a moment for the other ranks' reports of this collective, for a complete message
-            } else if (found.calls().size() == size || now - mismatchSeen > settings.interval().toNanos() * 3 / 2) {
-                mismatch(found.calls(), found.note());
-            }
+            mismatchSeen = judgeMismatch(known, size, mismatchSeen, now, "");
         }
         if (running != null && running.sequence() != reportedWait && now - activity.changedAtNanos() > waitReportNanos
                 && declared == null) {
@@ -605,8 +598,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
                 long heard = TimeUnit.NANOSECONDS.toMillis(now - p.heardNanos);
                 HeartbeatWire.SplitActivity inSplit = p.split;
                 if (p.running == null && inSplit != null && inSplit.running() != null) {
-                    seen.add(new Diagnosis.Seen(q, where(q), null, null, heard, 0, p.left, "in " + inSplit.running().describe()
-                            + " of a group made by split, for " + Diagnosis.seconds(inSplit.sinceMs() + heard)));
+                    seen.add(new Diagnosis.Seen(q, where(q), null, null, heard, 0, p.left, inSplitGroup(inSplit, "a", heard)));
                 } else {
                     seen.add(new Diagnosis.Seen(q, where(q), p.running, p.last, heard, p.sinceMs, p.left));
                 }
@@ -627,16 +619,9 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
             HeartbeatWire.SplitActivity a = q == rank ? null : peers[q].split;
             if (a != null && a.group() == s.id) known.put(q, Arrays.asList(a.running(), a.last()));
         }
-        Diagnosis.Mismatch found = Diagnosis.mismatch(known, false);
-        if (found == null) {
-            s.mismatchSeen = 0;
-        } else if (s.mismatchSeen == 0) {
-            s.mismatchSeen = now;
-        } else if (found.calls().size() == s.members.length || now - s.mismatchSeen > settings.interval().toNanos() * 3 / 2) {
-            String ranks = Arrays.stream(s.members).mapToObj(Integer::toString).collect(java.util.stream.Collectors.joining(", "));
-            mismatch(found.calls(), found.note() + " (in group " + s.label + " of job ranks " + ranks + ")");
-            return;
-        }
+        String ranks = Arrays.stream(s.members).mapToObj(Integer::toString).collect(java.util.stream.Collectors.joining(", "));
+        s.mismatchSeen = judgeMismatch(known, s.members.length, s.mismatchSeen, now, " (in group " + s.label + " of job ranks " + ranks + ")");
+        if (declared != null) return;
         if (running == null || running.sequence() == s.reportedWait || now - s.activity.changedAtNanos() <= waitReportNanos) return;
         s.reportedWait = running.sequence();
         List<Diagnosis.Seen> seen = new ArrayList<>();
@@ -660,10 +645,27 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         if (worldRunning != null) {
             return "in " + worldRunning.describe() + " of the world group for " + Diagnosis.seconds(p.sinceMs + heardMs);
         }
-        if (other != null && other.running() != null) {
-            return "in " + other.running().describe() + " of another group made by split, for " + Diagnosis.seconds(other.sinceMs() + heardMs);
-        }
+        if (other != null && other.running() != null) return inSplitGroup(other, "another", heardMs);
         return p.last == null ? "no operation of the world group yet" : "idle since the world group's " + p.last.describe() + " ended";
+    }
+
+    private static String inSplitGroup(HeartbeatWire.SplitActivity a, String which, long heardMs) {
+        return "in " + a.running().describe() + " of " + which + " group made by split, for " + Diagnosis.seconds(a.sinceMs() + heardMs);
+    }
+
+    /**
+     * Declares a mismatch among a group's {@code known} calls once it has been seen for 1.5 heartbeat intervals or every
+     * one of the {@code groupSize} ranks has reported that collective (a complete message); returns when it was first
+     * seen (0: none now), which the caller keeps for its next check.
+     */
+    private long judgeMismatch(Map<Integer, List<OperationFingerprint>> known, int groupSize, long seenAt, long now, String where) {
+        Diagnosis.Mismatch found = Diagnosis.mismatch(known, false);
+        if (found == null) return 0;
+        if (seenAt == 0) return now;   // wait a moment for the other ranks' reports of this collective, for a complete message
+        if (found.calls().size() == groupSize || now - seenAt > settings.interval().toNanos() * 3 / 2) {
+            mismatch(found.calls(), found.note() + where);
+        }
+        return seenAt;
     }
 
     /** The group made by split this rank's heartbeat reports: the one whose operation has waited longest, else the one used last. */

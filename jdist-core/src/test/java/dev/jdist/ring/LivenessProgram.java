@@ -32,11 +32,10 @@ public final class LivenessProgram {
         int code;
         try {
             Group g = Distributed.init(true, "ring");
-            long thenSleep = args.length > 3 ? Long.parseLong(args[3]) : 0;
             switch (args[0]) {
                 case "loop" -> loop(g, args);
                 case "split-mismatch" -> splitMismatch(g, Integer.parseInt(args[1]), args.length > 2 ? Long.parseLong(args[2]) : 0);
-                default -> mismatch(g, args[1], Integer.parseInt(args[2]), thenSleep);
+                default -> mismatch(g, args[1], Integer.parseInt(args[2]), args.length > 3 ? Long.parseLong(args[3]) : 0);
             }
             System.out.println("rank " + g.rank() + " finished");
             code = 0;
