@@ -28,7 +28,8 @@ import java.util.Arrays;
  *           | [running fingerprint (64)] | [last completed fingerprint (64)]
  *           | [recent collectives: count u8 (at most 8) | fingerprints (64 each)]
  *           | [split: group id i32 | ms since its running/last operation changed u32 | flags u8 (bit 0 running,
- *              bit 1 last) | [running fingerprint (64)] | [last completed fingerprint (64)]]
+ *              bit 1 last, bit 2 recent) | [running fingerprint (64)] | [last completed fingerprint (64)]
+ *              | [recent collectives: count u8 (at most 8, fewer when a reason leaves no room) | fingerprints (64 each)]]
  *           | [reason: kind u8 | state u8 | origin u32 | subject i32 | silence ms u32 | class (u8 length + UTF-8)
  *              | text (u16 length + UTF-8, at most 400 bytes)]
  *           | HMAC-SHA256(key, everything before)[0..16)
@@ -58,9 +59,22 @@ final class HeartbeatWire {
 
     /**
      * What a rank does in one group made by {@code split}: the group's id (the hash of its label, the same on every
-     * member), how long since its running or last operation changed, and those operations (numbered in that group).
+     * member), how long since its running or last operation changed, those operations and the group's last collectives
+     * (numbered in that group).
      */
-    record SplitActivity(int group, int sinceMs, OperationFingerprint running, OperationFingerprint last) {}
+    record SplitActivity(int group, int sinceMs, OperationFingerprint running, OperationFingerprint last,
+                         java.util.List<OperationFingerprint> recent) {
+        SplitActivity {
+            recent = recent == null ? java.util.List.of() : recent;
+        }
+
+        SplitActivity(int group, int sinceMs, OperationFingerprint running, OperationFingerprint last) {
+            this(group, sinceMs, running, last, null);
+        }
+    }
+
+    /** Fingerprints a datagram's recent-collectives lists carry at most, each. */
+    static final int MAX_RECENT = 8;
 
     private final Mac mac;
     private final byte[] macOut = new byte[32];
@@ -128,25 +142,28 @@ final class HeartbeatWire {
         b.putInt(beat.rank()).putLong(beat.incarnation()).putLong(beat.sequence()).putInt(beat.sinceMs());
         if (beat.running() != null) b.put(beat.running().encode());
         if (beat.last() != null) b.put(beat.last().encode());
-        if (!beat.recent().isEmpty()) {
-            int count = Math.min(8, beat.recent().size());
-            b.put((byte) count);
-            for (int i = 0; i < count; i++) b.put(beat.recent().get(i).encode());
-        }
+        putRecent(b, beat.recent(), MAX_RECENT);
+        Reason r = beat.reason();
+        byte[] cls = r == null ? null : r.errorClass().getBytes(StandardCharsets.UTF_8);
+        if (cls != null && cls.length > 64) cls = Arrays.copyOf(cls, 64);
+        byte[] text = r == null ? null : Reason.clip(r.text()).getBytes(StandardCharsets.UTF_8);
         SplitActivity split = beat.split();
         if (split != null) {
+            int fixed = 9 + (split.running() != null ? OperationFingerprint.BYTES : 0) + (split.last() != null ? OperationFingerprint.BYTES : 0);
+            int reasonBytes = r == null ? 0 : 15 + cls.length + 2 + text.length;
+            // the split group's recent collectives take what room the rest leaves: a heartbeat stays one datagram
+            int room = (MAX_DATAGRAM - MAC_BYTES - b.position() - fixed - reasonBytes - 1) / OperationFingerprint.BYTES;
+            int recent = Math.max(0, Math.min(Math.min(MAX_RECENT, room), split.recent().size()));
             b.putInt(split.group()).putInt(split.sinceMs())
-                    .put((byte) ((split.running() != null ? 1 : 0) | (split.last() != null ? 2 : 0)));
+                    .put((byte) ((split.running() != null ? 1 : 0) | (split.last() != null ? 2 : 0) | (recent > 0 ? 4 : 0)));
             if (split.running() != null) b.put(split.running().encode());
             if (split.last() != null) b.put(split.last().encode());
+            putRecent(b, split.recent(), recent);
         }
-        Reason r = beat.reason();
         if (r != null) {
             b.put((byte) r.kind().ordinal()).put((byte) r.state().ordinal()).putInt(r.origin()).putInt(r.subject())
                     .putInt((int) Math.min(Integer.MAX_VALUE, r.silenceMs()));
-            byte[] cls = r.errorClass().getBytes(StandardCharsets.UTF_8);
-            b.put((byte) Math.min(64, cls.length)).put(cls, 0, Math.min(64, cls.length));
-            byte[] text = Reason.clip(r.text()).getBytes(StandardCharsets.UTF_8);
+            b.put((byte) cls.length).put(cls);
             b.putShort((short) text.length).put(text);
         }
         int len = b.position();
@@ -158,6 +175,14 @@ final class HeartbeatWire {
         }
         b.put(macOut, 0, MAC_BYTES);
         return Arrays.copyOf(b.array(), b.position());
+    }
+
+    /** A recent-collectives list: count u8, then at most {@code max} fingerprints; nothing when there are none to send. */
+    private static void putRecent(ByteBuffer b, java.util.List<OperationFingerprint> recent, int max) {
+        int count = Math.min(max, recent.size());
+        if (count <= 0) return;
+        b.put((byte) count);
+        for (int i = 0; i < count; i++) b.put(recent.get(i).encode());
     }
 
     /** The datagram in {@code buf[0..len)}, or null when it is not one of this job's (bad magic, length or MAC). */
@@ -182,14 +207,7 @@ final class HeartbeatWire {
             int since = b.getInt();
             OperationFingerprint running = (flags & 1) != 0 ? fingerprint(buf, b) : null;
             OperationFingerprint last = (flags & 2) != 0 ? fingerprint(buf, b) : null;
-            java.util.List<OperationFingerprint> recent = new java.util.ArrayList<>();
-            if ((flags & 8) != 0) {
-                int count = b.get() & 0xFF;
-                for (int i = 0; i < count; i++) {
-                    OperationFingerprint f = fingerprint(buf, b);
-                    if (f != null) recent.add(f);
-                }
-            }
+            java.util.List<OperationFingerprint> recent = (flags & 8) != 0 ? recent(buf, b) : java.util.List.of();
             SplitActivity split = null;
             if ((flags & 16) != 0) {
                 int group = b.getInt();
@@ -197,7 +215,8 @@ final class HeartbeatWire {
                 int splitFlags = b.get();
                 OperationFingerprint splitRunning = (splitFlags & 1) != 0 ? fingerprint(buf, b) : null;
                 OperationFingerprint splitLast = (splitFlags & 2) != 0 ? fingerprint(buf, b) : null;
-                split = new SplitActivity(group, splitSince, splitRunning, splitLast);
+                java.util.List<OperationFingerprint> splitRecent = (splitFlags & 4) != 0 ? recent(buf, b) : java.util.List.of();
+                split = new SplitActivity(group, splitSince, splitRunning, splitLast, splitRecent);
             }
             Reason reason = null;
             if ((flags & 4) != 0) {
@@ -221,6 +240,16 @@ final class HeartbeatWire {
         } catch (java.nio.BufferUnderflowException e) {
             return null;
         }
+    }
+
+    private static java.util.List<OperationFingerprint> recent(byte[] buf, ByteBuffer b) {
+        int count = b.get() & 0xFF;
+        java.util.List<OperationFingerprint> recent = new java.util.ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            OperationFingerprint f = fingerprint(buf, b);
+            if (f != null) recent.add(f);
+        }
+        return recent;
     }
 
     private static OperationFingerprint fingerprint(byte[] buf, ByteBuffer b) {

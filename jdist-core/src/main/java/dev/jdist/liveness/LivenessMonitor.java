@@ -617,7 +617,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         known.put(rank, withRecent(running, s.activity.lastCompleted(), s.activity.recentCollectives()));
         for (int q : s.members) {
             HeartbeatWire.SplitActivity a = q == rank ? null : peers[q].split;
-            if (a != null && a.group() == s.id) known.put(q, Arrays.asList(a.running(), a.last()));
+            if (a != null && a.group() == s.id) known.put(q, withRecent(a.running(), a.last(), a.recent()));
         }
         String ranks = Arrays.stream(s.members).mapToObj(Integer::toString).collect(java.util.stream.Collectors.joining(", "));
         s.mismatchSeen = judgeMismatch(known, s.members.length, s.mismatchSeen, now, " (in group " + s.label + " of job ranks " + ranks + ")");
@@ -685,7 +685,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         }
         if (pick == null) return null;
         return new HeartbeatWire.SplitActivity(pick.id, (int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(now - pickChanged)),
-                pick.activity.running(), pick.activity.lastCompleted());
+                pick.activity.running(), pick.activity.lastCompleted(), pick.activity.recentCollectives());
     }
 
     private static List<OperationFingerprint> withRecent(OperationFingerprint running, OperationFingerprint last,

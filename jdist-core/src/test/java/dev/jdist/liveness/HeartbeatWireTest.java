@@ -43,7 +43,22 @@ class HeartbeatWireTest {
             assertThat(back.running() == null ? null : back.running().describe())
                     .isEqualTo(split.running() == null ? null : split.running().describe());
             assertThat(back.last() == null ? null : back.last().describe()).isEqualTo(split.last() == null ? null : split.last().describe());
+            assertThat(back.recent()).isEmpty();
         }
+    }
+
+    @Test
+    void aSplitGroupsRecentCollectivesComeBackBesideTheWorldGroups() {
+        OperationFingerprint w = OperationFingerprint.of(40, 40, "all_gather", DType.INT32, new int[] {12}, -1);
+        java.util.List<OperationFingerprint> splitRecent = new java.util.ArrayList<>();
+        for (int i = 1; i <= 8; i++) splitRecent.add(OperationFingerprint.of(i, i, "all_sum", DType.FLOAT32, new int[] {i}, -1));
+        byte[] b = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.BEAT, 1, 42L, 7L, 10, w, w, java.util.Collections.nCopies(8, w),
+                new HeartbeatWire.SplitActivity(9, 3, splitRecent.get(7), splitRecent.get(6), splitRecent), null));
+        assertThat(b.length).isLessThan(HeartbeatWire.MAX_DATAGRAM);
+        HeartbeatWire.Beat back = wire.decode(b, b.length);
+        assertThat(back.recent()).hasSize(8);
+        assertThat(back.split().recent()).extracting(OperationFingerprint::describe)
+                .containsExactlyElementsOf(splitRecent.stream().map(OperationFingerprint::describe).toList());
     }
 
     @Test
@@ -52,9 +67,13 @@ class HeartbeatWireTest {
         OperationFingerprint f = OperationFingerprint.of(1, 1, "all_sum", DType.FLOAT32, new int[] {1, 2, 3, 4, 5}, -1);
         java.util.List<OperationFingerprint> eight = java.util.Collections.nCopies(8, f);
         byte[] b = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.BEAT, 0, 1, 1, 0, f, f, eight,
-                new HeartbeatWire.SplitActivity(77, 5, f, f), r));
+                new HeartbeatWire.SplitActivity(77, 5, f, f, eight), r));
         assertThat(b.length).isLessThan(HeartbeatWire.MAX_DATAGRAM);
-        assertThat(wire.decode(b, b.length).reason().text()).hasSizeLessThanOrEqualTo(Reason.MAX_TEXT);
+        HeartbeatWire.Beat back = wire.decode(b, b.length);
+        assertThat(back.reason().text()).hasSizeLessThanOrEqualTo(Reason.MAX_TEXT);
+        assertThat(back.recent()).hasSize(8);
+        // the reason leaves room for only some of the split group's recent collectives
+        assertThat(back.split().recent()).hasSizeBetween(1, 7);
     }
 
     @Test

@@ -41,7 +41,8 @@ class LivenessMonitorTest {
         @Override public OperationFingerprint running() { return running; }
         @Override public OperationFingerprint lastCompleted() { return last; }
         @Override public long changedAtNanos() { return changed; }
-        @Override public List<OperationFingerprint> recentCollectives() { return List.of(); }
+        volatile List<OperationFingerprint> recent = List.of();
+        @Override public List<OperationFingerprint> recentCollectives() { return recent; }
     }
 
     /** n watches started together; {@code env} for all. */
@@ -198,6 +199,30 @@ class LivenessMonitorTest {
             assertThat(f).as("rank %d", q).isInstanceOf(CollectiveMismatchException.class);
             assertThat(f.getMessage()).contains("rank 2 is in all_sum float32[1024] #1").contains("rank 0 is in all_gather int32[12] #1")
                     .contains("in group world/split@1(color=0) of job ranks 0, 2");
+        }
+    }
+
+    @Test
+    void callsThatDifferInAGroupMadeBySplitAreFoundAfterTheRanksHaveMovedOn() throws Exception {
+        // byte counts that let both calls complete: the ranks are past #4 when the watch compares, and only the group's
+        // recent collectives in the heartbeats show it
+        List<LivenessMonitor> ms = start(3, Map.of("JDIST_HEARTBEAT", "1s"), new ArrayList<>(), LivenessMonitor.WAIT_REPORT);
+        String label = "world/split@1(color=0)";
+        Activity a0 = new Activity();
+        Activity a1 = new Activity();
+        ms.get(0).watchSplit(label, new int[] {0, 1}, a0);
+        ms.get(1).watchSplit(label, new int[] {0, 1}, a1);
+        OperationFingerprint same5 = OperationFingerprint.of(5, 5, "all_max", DType.INT8, new int[] {2}, -1);
+        OperationFingerprint same6 = OperationFingerprint.of(6, 6, "all_max", DType.INT8, new int[] {2}, -1);
+        a0.recent = List.of(OperationFingerprint.of(4, 4, "all_sum", DType.FLOAT32, new int[] {8}, -1), same5, same6);
+        a1.recent = List.of(OperationFingerprint.of(4, 4, "all_sum", DType.INT32, new int[] {8}, -1), same5, same6);
+        a0.last = same6;
+        a1.last = same6;
+        for (int q = 0; q < 3; q++) {
+            DistributedException f = awaitFailure(ms.get(q), 4000);
+            assertThat(f).as("rank %d", q).isInstanceOf(CollectiveMismatchException.class);
+            assertThat(f.getMessage()).contains("all_sum float32[8] #4").contains("all_sum int32[8] #4")
+                    .contains("in group world/split@1(color=0) of job ranks 0, 1");
         }
     }
 
