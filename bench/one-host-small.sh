@@ -14,6 +14,7 @@
 # into OUT and a summary: per configuration and size, the median of the runs' medians (µs) and of their busbw (GB/s).
 #
 #   bench/one-host-small.sh [RUNS] [OUT_DIR]        (defaults: 5 runs, bench-results/one-host-<UTC time>)
+#   ONE_HOST_CONFIGS="jdist ompi-tcp" bench/one-host-small.sh 5      (only those configurations)
 #
 # Needs Open MPI (installed when run as root). docs/benchmarks.md "Small messages on one host" records the figures.
 set -euo pipefail
@@ -34,9 +35,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 JDIST="$ROOT/bin/jdist"
 "$JDIST" --version >/dev/null   # builds jdist once, before anything is timed
 
-# Small sizes: many timed calls; large sizes: few.
-SMALL=(4 1024 20000 20000)          # min max iters warm-up (the JVM's JIT needs the first ~0.2 s)
-LARGE=(1048576 268435456 20 5)
+# Each size group: min max iters warm-up, the same for jdist and Open MPI. Small sizes: many calls (the JVM's JIT
+# needs the first ~0.2 s). 1 and 16 MiB: as many warm-up calls as timed ones, because a JVM's per-operation path
+# reaches its compiled steady state only after ~1000 calls of a new large size on 2 cores (docs/benchmarks.md, "1 MiB
+# in its steady state"); 256 MiB: few calls (each is ~0.2 s).
+SIZE_GROUPS=("4 1024 20000 20000" "1048576 1048576 1000 1000" "16777216 16777216 100 100" "268435456 268435456 20 5")
 
 # measure CONFIG MIN MAX ITERS WARMUP: prints the data rows ("size median p99 ... busbw ...") of one run
 measure() {
@@ -55,12 +58,20 @@ measure() {
   esac 2>/dev/null | awk -F, '$1 == "all_sum"'
 }
 
-CONFIGS=(jdist jdist-ring jdist-rhd jdist-bound jdist-shm ompi-tcp ompi-tcp-unbound ompi-vader)
+ALL_CONFIGS=(jdist jdist-ring jdist-rhd jdist-bound jdist-shm ompi-tcp ompi-tcp-unbound ompi-vader)
+# ONE_HOST_CONFIGS="jdist ompi-tcp" measures only those (a shorter sitting)
+read -r -a CONFIGS <<< "${ONE_HOST_CONFIGS:-${ALL_CONFIGS[*]}}"
+for cfg in "${CONFIGS[@]}"; do
+  [[ " ${ALL_CONFIGS[*]} " == *" $cfg "* ]] || { echo "ONE_HOST_CONFIGS: unknown configuration '$cfg' (known: ${ALL_CONFIGS[*]})" >&2; exit 2; }
+done
 { bench_machine; echo "# runs=$RUNS configs=${CONFIGS[*]}"; } > "$OUT/machine.txt"
 for run in $(seq 1 "$RUNS"); do
   for cfg in "${CONFIGS[@]}"; do
     echo "== run $run/$RUNS: $cfg" >&2
-    { measure "$cfg" "${SMALL[@]}"; measure "$cfg" "${LARGE[@]}"; } | sed "s/^/$cfg,$run,/" >> "$OUT/rows.txt"
+    for group in "${SIZE_GROUPS[@]}"; do
+      # shellcheck disable=SC2086  # a group is four numbers
+      measure "$cfg" $group
+    done | sed "s/^/$cfg,$run,/" >> "$OUT/rows.txt"
   done
 done
 bench_machine >> "$OUT/machine.txt"
