@@ -27,9 +27,10 @@ import java.util.Arrays;
  *           | rank u32 | incarnation u64 | sequence u64 | ms since the running/last operation changed u32
  *           | [running fingerprint (64)] | [last completed fingerprint (64)]
  *           | [recent collectives: count u8 (at most 8) | fingerprints (64 each)]
- *           | [split: group id i32 | ms since its running/last operation changed u32 | flags u8 (bit 0 running,
- *              bit 1 last, bit 2 recent) | [running fingerprint (64)] | [last completed fingerprint (64)]
- *              | [recent collectives: count u8 (at most 8, fewer when a reason leaves no room) | fingerprints (64 each)]]
+ *           | [split: count u8 | that many sections: group id i32 | ms since its running/last operation changed u32
+ *              | flags u8 (bit 0 running, bit 1 last, bit 2 recent) | [running fingerprint (64)]
+ *              | [last completed fingerprint (64)]
+ *              | [recent collectives: count u8 (at most 8, fewer when the rest leaves no room) | fingerprints (64 each)]]
  *           | [reason: kind u8 | state u8 | origin u32 | subject i32 | silence ms u32 | class (u8 length + UTF-8)
  *              | text (u16 length + UTF-8, at most 400 bytes)]
  *           | HMAC-SHA256(key, everything before)[0..16)
@@ -49,11 +50,16 @@ final class HeartbeatWire {
     /** One rank's record from the start-up all-gather. */
     record Record(int port, long heartbeatMillis, boolean heartbeat, boolean detail, long incarnation) {}
 
-    /** A decoded datagram: the world group's activity, and (when present) that of one group made by {@code split}. */
+    /**
+     * A decoded datagram: the world group's activity, and that of the groups made by {@code split} it carries (most
+     * urgent first; as many as fit).
+     */
     record Beat(int type, int rank, long incarnation, long sequence, int sinceMs, OperationFingerprint running,
-                OperationFingerprint last, java.util.List<OperationFingerprint> recent, SplitActivity split, Reason reason) {
+                OperationFingerprint last, java.util.List<OperationFingerprint> recent, java.util.List<SplitActivity> splits,
+                Reason reason) {
         Beat {
             recent = recent == null ? java.util.List.of() : recent;
+            splits = splits == null ? java.util.List.of() : splits;
         }
     }
 
@@ -70,6 +76,11 @@ final class HeartbeatWire {
 
         SplitActivity(int group, int sinceMs, OperationFingerprint running, OperationFingerprint last) {
             this(group, sinceMs, running, last, null);
+        }
+
+        /** Its bytes without the recent collectives: id, ms, flags, and the running and last fingerprints present. */
+        int fixedBytes() {
+            return 9 + (running != null ? OperationFingerprint.BYTES : 0) + (last != null ? OperationFingerprint.BYTES : 0);
         }
     }
 
@@ -137,7 +148,7 @@ final class HeartbeatWire {
     synchronized byte[] encode(Beat beat) {
         ByteBuffer b = ByteBuffer.allocate(MAX_DATAGRAM).order(ByteOrder.BIG_ENDIAN);
         int flags = (beat.running() != null ? 1 : 0) | (beat.last() != null ? 2 : 0) | (beat.reason() != null ? 4 : 0)
-                | (beat.recent().isEmpty() ? 0 : 8) | (beat.split() != null ? 16 : 0);
+                | (beat.recent().isEmpty() ? 0 : 8) | (beat.splits().isEmpty() ? 0 : 16);
         b.putInt(MAGIC).put((byte) VERSION).put((byte) beat.type()).put((byte) flags).put((byte) 0);
         b.putInt(beat.rank()).putLong(beat.incarnation()).putLong(beat.sequence()).putInt(beat.sinceMs());
         if (beat.running() != null) b.put(beat.running().encode());
@@ -147,18 +158,9 @@ final class HeartbeatWire {
         byte[] cls = r == null ? null : r.errorClass().getBytes(StandardCharsets.UTF_8);
         if (cls != null && cls.length > 64) cls = Arrays.copyOf(cls, 64);
         byte[] text = r == null ? null : Reason.clip(r.text()).getBytes(StandardCharsets.UTF_8);
-        SplitActivity split = beat.split();
-        if (split != null) {
-            int fixed = 9 + (split.running() != null ? OperationFingerprint.BYTES : 0) + (split.last() != null ? OperationFingerprint.BYTES : 0);
+        if (!beat.splits().isEmpty()) {
             int reasonBytes = r == null ? 0 : 15 + cls.length + 2 + text.length;
-            // the split group's recent collectives take what room the rest leaves: a heartbeat stays one datagram
-            int room = (MAX_DATAGRAM - MAC_BYTES - b.position() - fixed - reasonBytes - 1) / OperationFingerprint.BYTES;
-            int recent = Math.max(0, Math.min(Math.min(MAX_RECENT, room), split.recent().size()));
-            b.putInt(split.group()).putInt(split.sinceMs())
-                    .put((byte) ((split.running() != null ? 1 : 0) | (split.last() != null ? 2 : 0) | (recent > 0 ? 4 : 0)));
-            if (split.running() != null) b.put(split.running().encode());
-            if (split.last() != null) b.put(split.last().encode());
-            putRecent(b, split.recent(), recent);
+            putSplits(b, beat.splits(), (int) Math.floorMod(beat.sequence(), 255L), MAX_DATAGRAM - MAC_BYTES - b.position() - reasonBytes);
         }
         if (r != null) {
             b.put((byte) r.kind().ordinal()).put((byte) r.state().ordinal()).putInt(r.origin()).putInt(r.subject())
@@ -177,12 +179,49 @@ final class HeartbeatWire {
         return Arrays.copyOf(b.array(), b.position());
     }
 
-    /** A recent-collectives list: count u8, then at most {@code max} fingerprints; nothing when there are none to send. */
+    /**
+     * The split groups' sections in the {@code room} bytes the rest of the datagram leaves: in the given order, as many
+     * as fit with their running and last operations, then their recent collectives while room is left (so a heartbeat
+     * stays one datagram; a long reason can leave room for fewer), starting at the carried group {@code turn} modulo
+     * their count: successive beats give each group its turn first, and receivers keep the last list of each. The
+     * count is written even when it is 0: bit 4 says it is there.
+     */
+    private static void putSplits(ByteBuffer b, java.util.List<SplitActivity> splits, int turn, int room) {
+        room -= 1;   // the count
+        int carried = 0;
+        while (carried < Math.min(255, splits.size()) && splits.get(carried).fixedBytes() <= room) {
+            room -= splits.get(carried).fixedBytes();
+            carried++;
+        }
+        int[] recent = new int[carried];
+        for (int k = 0; k < carried; k++) {
+            int i = (turn + k) % carried;
+            int fit = room > 1 ? (room - 1) / OperationFingerprint.BYTES : 0;
+            recent[i] = Math.min(Math.min(MAX_RECENT, fit), splits.get(i).recent().size());
+            if (recent[i] > 0) room -= 1 + recent[i] * OperationFingerprint.BYTES;
+        }
+        b.put((byte) carried);
+        for (int i = 0; i < carried; i++) {
+            SplitActivity split = splits.get(i);
+            b.putInt(split.group()).putInt(split.sinceMs())
+                    .put((byte) ((split.running() != null ? 1 : 0) | (split.last() != null ? 2 : 0) | (recent[i] > 0 ? 4 : 0)));
+            if (split.running() != null) b.put(split.running().encode());
+            if (split.last() != null) b.put(split.last().encode());
+            putRecent(b, split.recent(), recent[i]);
+        }
+    }
+
+    /** A recent-collectives list: count u8, then at most {@code max} fingerprints (the newest); nothing when there are none to send. */
     private static void putRecent(ByteBuffer b, java.util.List<OperationFingerprint> recent, int max) {
         int count = Math.min(max, recent.size());
         if (count <= 0) return;
+        java.util.List<OperationFingerprint> sent = recent;
+        if (count < recent.size()) {
+            sent = new java.util.ArrayList<>(recent);
+            sent.sort(java.util.Comparator.comparingLong(OperationFingerprint::sequence).reversed());
+        }
         b.put((byte) count);
-        for (int i = 0; i < count; i++) b.put(recent.get(i).encode());
+        for (int i = 0; i < count; i++) b.put(sent.get(i).encode());
     }
 
     /** The datagram in {@code buf[0..len)}, or null when it is not one of this job's (bad magic, length or MAC). */
@@ -208,15 +247,19 @@ final class HeartbeatWire {
             OperationFingerprint running = (flags & 1) != 0 ? fingerprint(buf, b) : null;
             OperationFingerprint last = (flags & 2) != 0 ? fingerprint(buf, b) : null;
             java.util.List<OperationFingerprint> recent = (flags & 8) != 0 ? recent(buf, b) : java.util.List.of();
-            SplitActivity split = null;
+            java.util.List<SplitActivity> splits = java.util.List.of();
             if ((flags & 16) != 0) {
-                int group = b.getInt();
-                int splitSince = b.getInt();
-                int splitFlags = b.get();
-                OperationFingerprint splitRunning = (splitFlags & 1) != 0 ? fingerprint(buf, b) : null;
-                OperationFingerprint splitLast = (splitFlags & 2) != 0 ? fingerprint(buf, b) : null;
-                java.util.List<OperationFingerprint> splitRecent = (splitFlags & 4) != 0 ? recent(buf, b) : java.util.List.of();
-                split = new SplitActivity(group, splitSince, splitRunning, splitLast, splitRecent);
+                int count = b.get() & 0xFF;
+                splits = new java.util.ArrayList<>(count);
+                for (int i = 0; i < count; i++) {
+                    int group = b.getInt();
+                    int splitSince = b.getInt();
+                    int splitFlags = b.get();
+                    OperationFingerprint splitRunning = (splitFlags & 1) != 0 ? fingerprint(buf, b) : null;
+                    OperationFingerprint splitLast = (splitFlags & 2) != 0 ? fingerprint(buf, b) : null;
+                    java.util.List<OperationFingerprint> splitRecent = (splitFlags & 4) != 0 ? recent(buf, b) : java.util.List.of();
+                    splits.add(new SplitActivity(group, splitSince, splitRunning, splitLast, splitRecent));
+                }
             }
             Reason reason = null;
             if ((flags & 4) != 0) {
@@ -236,7 +279,7 @@ final class HeartbeatWire {
                         new String(text, StandardCharsets.UTF_8));
             }
             if (type != BEAT && type != LEAVE) return null;
-            return new Beat(type, rank, incarnation, sequence, since, running, last, recent, split, reason);
+            return new Beat(type, rank, incarnation, sequence, since, running, last, recent, splits, reason);
         } catch (java.nio.BufferUnderflowException e) {
             return null;
         }

@@ -114,7 +114,9 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         volatile OperationFingerprint last;
         volatile List<OperationFingerprint> recent = List.of();
         volatile long sinceMs;
-        volatile HeartbeatWire.SplitActivity split;   // what its latest heartbeat said of a group made by split, or null
+        volatile List<HeartbeatWire.SplitActivity> splits = List.of();   // what its latest heartbeat said of groups made by split
+        /** The last recent-collectives list its heartbeats carried of each split group this rank is in (beats take turns). */
+        final Map<Integer, List<OperationFingerprint>> splitRecent = new java.util.concurrent.ConcurrentHashMap<>();
         volatile boolean left;
         volatile Reason notice;
         volatile boolean declaredLost;
@@ -262,7 +264,11 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
 
     /** The group made by {@code split} whose queue is {@code activity} closed: no more reports of it. */
     public void forgetSplit(LocalActivity activity) {
-        splits.removeIf(s -> s.activity == activity);
+        for (SplitGroup s : splits) {
+            if (s.activity != activity) continue;
+            splits.remove(s);
+            if (!watchesSplit(s.id)) for (Peer p : peers) p.splitRecent.remove(s.id);
+        }
     }
 
     /** A view for groups made by {@code split}: the same failures, but its ranks are not the job's, so nobody has left. */
@@ -552,7 +558,10 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         p.last = beat.last();
         p.recent = beat.recent();
         p.sinceMs = beat.sinceMs();
-        p.split = beat.split();
+        p.splits = beat.splits();
+        for (HeartbeatWire.SplitActivity a : beat.splits()) {
+            if (!a.recent().isEmpty() && watchesSplit(a.group())) p.splitRecent.put(a.group(), a.recent());
+        }
         Reason r = beat.reason();
         if (r != null) {
             p.notice = r;
@@ -596,8 +605,8 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
                 if (q == rank) continue;
                 Peer p = peers[q];
                 long heard = TimeUnit.NANOSECONDS.toMillis(now - p.heardNanos);
-                HeartbeatWire.SplitActivity inSplit = p.split;
-                if (p.running == null && inSplit != null && inSplit.running() != null) {
+                HeartbeatWire.SplitActivity inSplit = runningSplit(p, null);
+                if (p.running == null && inSplit != null) {
                     seen.add(new Diagnosis.Seen(q, where(q), null, null, heard, 0, p.left, inSplitGroup(inSplit, "a", heard)));
                 } else {
                     seen.add(new Diagnosis.Seen(q, where(q), p.running, p.last, heard, p.sinceMs, p.left));
@@ -616,8 +625,10 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         Map<Integer, List<OperationFingerprint>> known = new TreeMap<>();
         known.put(rank, withRecent(running, s.activity.lastCompleted(), s.activity.recentCollectives()));
         for (int q : s.members) {
-            HeartbeatWire.SplitActivity a = q == rank ? null : peers[q].split;
-            if (a != null && a.group() == s.id) known.put(q, withRecent(a.running(), a.last(), a.recent()));
+            if (q == rank) continue;
+            HeartbeatWire.SplitActivity a = splitOf(peers[q], s.id);
+            List<OperationFingerprint> recent = peers[q].splitRecent.getOrDefault(s.id, List.of());
+            if (a != null || !recent.isEmpty()) known.put(q, withRecent(a == null ? null : a.running(), a == null ? null : a.last(), recent));
         }
         String ranks = Arrays.stream(s.members).mapToObj(Integer::toString).collect(java.util.stream.Collectors.joining(", "));
         s.mismatchSeen = judgeMismatch(known, s.members.length, s.mismatchSeen, now, " (in group " + s.label + " of job ranks " + ranks + ")");
@@ -629,24 +640,41 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
             if (q == rank) continue;
             Peer p = peers[q];
             long heard = TimeUnit.NANOSECONDS.toMillis(now - p.heardNanos);
-            HeartbeatWire.SplitActivity a = p.split;
-            if (a != null && a.group() == s.id) seen.add(new Diagnosis.Seen(q, where(q), a.running(), a.last(), heard, a.sinceMs(), p.left));
-            else seen.add(new Diagnosis.Seen(q, where(q), null, null, heard, 0, p.left, elsewhere(p, heard)));
+            HeartbeatWire.SplitActivity a = splitOf(p, s.id);
+            if (a != null) seen.add(new Diagnosis.Seen(q, where(q), a.running(), a.last(), heard, a.sinceMs(), p.left));
+            else seen.add(new Diagnosis.Seen(q, where(q), null, null, heard, 0, p.left, elsewhere(p, s.id, heard)));
         }
         int peer = !running.isCollective() && running.peer() >= 0 && running.peer() < s.members.length ? s.members[running.peer()] : -1;
         System.err.println(Diagnosis.waitReport(rank, s.label, peer, running, TimeUnit.NANOSECONDS.toMillis(now - s.activity.changedAtNanos()),
                 seen, LivenessSettings.seconds(settings.progressDeadline())));
     }
 
-    /** What a peer does outside a group made by split, as its heartbeat says. */
-    private static String elsewhere(Peer p, long heardMs) {
+    /** What a peer does outside the group made by split whose id is {@code group}, as its heartbeat says. */
+    private static String elsewhere(Peer p, int group, long heardMs) {
         OperationFingerprint worldRunning = p.running;
-        HeartbeatWire.SplitActivity other = p.split;
+        HeartbeatWire.SplitActivity other = runningSplit(p, group);
         if (worldRunning != null) {
             return "in " + worldRunning.describe() + " of the world group for " + Diagnosis.seconds(p.sinceMs + heardMs);
         }
-        if (other != null && other.running() != null) return inSplitGroup(other, "another", heardMs);
+        if (other != null) return inSplitGroup(other, "another", heardMs);
         return p.last == null ? "no operation of the world group yet" : "idle since the world group's " + p.last.describe() + " ended";
+    }
+
+    private boolean watchesSplit(int group) {
+        for (SplitGroup s : splits) if (s.id == group) return true;
+        return false;
+    }
+
+    /** The peer's report of the group made by split whose id is {@code group}, or null when its heartbeat carried none. */
+    private static HeartbeatWire.SplitActivity splitOf(Peer p, int group) {
+        for (HeartbeatWire.SplitActivity a : p.splits) if (a.group() == group) return a;
+        return null;
+    }
+
+    /** The first group made by split (other than {@code except}'s id, if given) in which the peer's heartbeat says it waits. */
+    private static HeartbeatWire.SplitActivity runningSplit(Peer p, Integer except) {
+        for (HeartbeatWire.SplitActivity a : p.splits) if (a.running() != null && (except == null || a.group() != except)) return a;
+        return null;
     }
 
     private static String inSplitGroup(HeartbeatWire.SplitActivity a, String which, long heardMs) {
@@ -668,24 +696,24 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         return seenAt;
     }
 
-    /** The group made by split this rank's heartbeat reports: the one whose operation has waited longest, else the one used last. */
-    private HeartbeatWire.SplitActivity splitToReport(long now) {
-        SplitGroup pick = null;
-        boolean pickRunning = false;
-        long pickChanged = 0;
-        for (SplitGroup s : splits) {
-            boolean running = s.activity.running() != null;
-            long changed = s.activity.changedAtNanos();
-            if (pick == null || (running && !pickRunning)
-                    || (running == pickRunning && (running ? changed - pickChanged < 0 : changed - pickChanged > 0))) {
-                pick = s;
-                pickRunning = running;
-                pickChanged = changed;
-            }
+    /**
+     * The groups made by split this rank's heartbeat reports, most urgent first: those with a running operation, the
+     * longest waiting first, then the others, the one used last first (a datagram carries as many as fit).
+     */
+    private List<HeartbeatWire.SplitActivity> splitsToReport(long now) {
+        if (splits.isEmpty()) return List.of();
+        record Snapshot(SplitGroup group, boolean running, long changed) {}
+        List<Snapshot> all = new ArrayList<>(splits.size());
+        for (SplitGroup s : splits) all.add(new Snapshot(s, s.activity.running() != null, s.activity.changedAtNanos()));
+        all.sort((a, b) -> a.running() != b.running() ? (a.running() ? -1 : 1)
+                : a.running() ? Long.compare(a.changed() - b.changed(), 0) : Long.compare(b.changed() - a.changed(), 0));
+        List<HeartbeatWire.SplitActivity> report = new ArrayList<>(all.size());
+        for (Snapshot x : all) {
+            LocalActivity a = x.group().activity;
+            report.add(new HeartbeatWire.SplitActivity(x.group().id, (int) Math.min(Integer.MAX_VALUE,
+                    TimeUnit.NANOSECONDS.toMillis(now - x.changed())), a.running(), a.lastCompleted(), a.recentCollectives()));
         }
-        if (pick == null) return null;
-        return new HeartbeatWire.SplitActivity(pick.id, (int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(now - pickChanged)),
-                pick.activity.running(), pick.activity.lastCompleted(), pick.activity.recentCollectives());
+        return report;
     }
 
     private static List<OperationFingerprint> withRecent(OperationFingerprint running, OperationFingerprint last,
@@ -704,7 +732,7 @@ public final class LivenessMonitor implements Liveness, AutoCloseable {
         Reason r = own != null ? own : declared;
         byte[] bytes = wire.encode(new HeartbeatWire.Beat(HeartbeatWire.BEAT, rank, incarnation, sequence.incrementAndGet(),
                 (int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(t - activity.changedAtNanos())),
-                activity.running(), activity.lastCompleted(), activity.recentCollectives(), splitToReport(t), r));
+                activity.running(), activity.lastCompleted(), activity.recentCollectives(), splitsToReport(t), r));
         sendToAll(bytes);
     }
 
