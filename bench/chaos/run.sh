@@ -12,6 +12,7 @@
 #              it must complete with correct sums
 #
 # Backends: tcp (the ring over TCP), shm (the ring over shared memory), mpi (Open MPI's mpirun; a stopped rank: the watch, then MPI_Abort),
+# mpich (the same under MPICH's mpirun.mpich, Hydra, with libmpich),
 # nccl (the NCCL backend against the stand-in libnccl/libcudart of jdist-core/src/test/c, built here with gcc, its ranks
 # separate processes meeting in a directory: a dead peer is NCCL's remote error, a stopped one is found by JDIST_TIMEOUT),
 # jaccl (JACCL over its stand-in, the in-memory fabric of jdist-core's tests: its ranks are threads of one JVM, each with
@@ -31,7 +32,8 @@ usage() {
   cat <<'EOF'
 usage: bench/chaos/run.sh [options]
   --trials N            trials per fault and backend (default 100)
-  --backends LIST       tcp,shm,mpi,nccl,jaccl (default all; mpi is skipped without Open MPI, nccl without gcc;
+  --backends LIST       tcp,shm,mpi,mpich,nccl,jaccl (default all; mpi is skipped without Open MPI, mpich without
+                        MPICH, nccl without gcc;
                         jaccl runs kill and stop only)
   --faults LIST         kill,stop,partition,load,degraded (default all; partition and degraded need root)
   --heartbeat BOUND     JDIST_HEARTBEAT of the ring jobs (default 10s, jdist's default)
@@ -43,7 +45,7 @@ EOF
 }
 
 ARGS="$*"
-TRIALS=100 BACKENDS=tcp,shm,mpi,nccl,jaccl FAULTS=kill,stop,partition,load,degraded HB=10s NCCL_TIMEOUT=10s TRIAL_T=120 BUDGET=0 OUT=""
+TRIALS=100 BACKENDS=tcp,shm,mpi,mpich,nccl,jaccl FAULTS=kill,stop,partition,load,degraded HB=10s NCCL_TIMEOUT=10s TRIAL_T=120 BUDGET=0 OUT=""
 while [ $# -gt 0 ]; do
   case $1 in
     --trials) TRIALS=$2; shift ;;
@@ -66,7 +68,7 @@ log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 [[ $BUDGET =~ ^[0-9]+$ ]] || die "--budget takes a number of seconds, got '$BUDGET'"
 IFS=, read -r -a BACKEND <<<"$BACKENDS"
 IFS=, read -r -a FAULT <<<"$FAULTS"
-for b in "${BACKEND[@]}"; do [[ $b =~ ^(tcp|shm|mpi|nccl|jaccl)$ ]] || die "--backends: unknown '$b' (tcp, shm, mpi, nccl, jaccl)"; done
+for b in "${BACKEND[@]}"; do [[ $b =~ ^(tcp|shm|mpi|mpich|nccl|jaccl)$ ]] || die "--backends: unknown '$b' (tcp, shm, mpi, mpich, nccl, jaccl)"; done
 for f in "${FAULT[@]}"; do [[ $f =~ ^(kill|stop|partition|load|degraded)$ ]] || die "--faults: unknown '$f' (kill, stop, partition, load, degraded)"; done
 has() { local x=$1; shift; [[ " $* " == *" $x "* ]]; }
 
@@ -91,7 +93,7 @@ exec > >(tee -a "$OUT/run.log") 2>&1
 
 echo "# jdist chaos suite: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n) ($(nproc) cores, $(uname -r)), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# bench/chaos/run.sh $ARGS"
-echo "# trials=$TRIALS backends=$BACKENDS faults=$FAULTS JDIST_HEARTBEAT=$HB (ring, mpi, jaccl) JDIST_TIMEOUT=$NCCL_TIMEOUT (nccl) trial limit ${TRIAL_T}s budget=${BUDGET:-0}s"
+echo "# trials=$TRIALS backends=$BACKENDS faults=$FAULTS JDIST_HEARTBEAT=$HB (ring, mpi, mpich, jaccl) JDIST_TIMEOUT=$NCCL_TIMEOUT (nccl) trial limit ${TRIAL_T}s budget=${BUDGET:-0}s"
 echo "# $($JAVA -version 2>&1 | head -1); results in $OUT"
 
 # ---------------------------------------------------------------- processes (ended by pid, always)
@@ -138,6 +140,19 @@ over_budget() { [ "$BUDGET" -gt 0 ] && [ $(( $(date +%s) - START )) -ge "$BUDGET
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 MPIRUN=$(command -v mpirun.openmpi || true)
 MPILIB=$(ldconfig -p 2>/dev/null | awk '/libmpi\.so\.40 /{print $NF; exit}')
+MPICHRUN=$(command -v mpirun.mpich || true)
+MPICHLIB=$(ldconfig -p 2>/dev/null | awk '/libmpich\.so\.12 /{print $NF; exit}')
+is_mpi() { [ "$1" = mpi ] || [ "$1" = mpich ]; }
+# mpi_missing BACKEND: true (and says what is missing) when that MPI's launcher or library is not installed
+mpi_missing() {
+  case $1 in
+    mpi) [ -n "$MPIRUN" ] && [ -n "$MPILIB" ] && return 1
+      echo "# mpi skipped: mpirun.openmpi or libmpi.so.40 missing (Debian: openmpi-bin libopenmpi-dev)" ;;
+    mpich) [ -n "$MPICHRUN" ] && [ -n "$MPICHLIB" ] && return 1
+      echo "# mpich skipped: mpirun.mpich or libmpich.so.12 missing (Debian: mpich libmpich-dev)" ;;
+    *) return 1 ;;
+  esac
+}
 # The NCCL stand-in: libjdist_stub_cudart.so and libjdist_stub_nccl.so, as NcclStubLibraries builds them for the tests
 STUBS=$WORK/nccl-stub
 build_nccl_stubs() {
@@ -174,6 +189,14 @@ start_job() {
     EXTRA_PIDS=($!)
     return
   fi
+  if [ "$backend" = mpich ]; then
+    # Hydra passes the whole environment to the ranks: the token and heartbeat need no flag
+    env -u MLX_RANK -u MLX_HOSTFILE -u JDIST_RANK -u JDIST_WORLD_SIZE -u JDIST_TIMEOUT MLX_MPI_LIBNAME="$MPICHLIB" \
+      JDIST_JOB_TOKEN=$token JDIST_HEARTBEAT=$HB \
+      "$MPICHRUN" -n "$N" "$JAVA" "${JFLAGS[@]}" mpi "$@" >"$dir/mpirun.log" 2>&1 </dev/null &
+    EXTRA_PIDS=($!)
+    return
+  fi
   local master=127.0.0.1 port
   if [ -n "${IN_CLUSTER:-}" ]; then master=${CLUSTER_ADDRESSES[0]}; port=$((20000 + RANDOM % 20000)); else port=$(free_port); fi
   for ((r = 0; r < N; r++)); do
@@ -193,13 +216,13 @@ await_ready() {
   local backend=$1 dir=$2 deadline=$3
   while [ "$(date +%s)" -lt "$deadline" ]; do
     if [ "$(job_text "$dir" | grep -c '^READY')" -ge "$N" ]; then
-      if [ "$backend" = mpi ]; then
+      if is_mpi "$backend"; then
         local r p
         while read -r r p; do RANK_PIDS[r]=$p; done < <(job_text "$dir" | sed -n 's/^READY rank \([0-9]*\) pid \([0-9]*\).*/\1 \2/p')
       fi
       return 0
     fi
-    job_text "$dir" | grep -q '^KILLING' && [ "$backend" = mpi ] && return 1
+    job_text "$dir" | grep -q '^KILLING' && is_mpi "$backend" && return 1
     sleep 0.1
   done
   return 1
@@ -244,7 +267,7 @@ trial() {
     while :; do
       local any=0
       for r in "${survivors[@]}"; do alive "${RANK_PIDS[$r]:-0}" && any=1; done
-      if [ "$backend" = mpi ] && alive "${EXTRA_PIDS[0]}"; then any=1; fi
+      if is_mpi "$backend" && alive "${EXTRA_PIDS[0]}"; then any=1; fi
       [ $any = 0 ] && { end_ms=$(now_ms); break; }
       [ "$(date +%s)" -ge "$deadline" ] && { outcome=hang; break; }
       sleep 0.05
@@ -254,7 +277,7 @@ trial() {
   # what each survivor said: Class:peer, or exit/abort facts for MPI
   local said=() text
   for r in "${survivors[@]}"; do
-    if [ "$backend" = mpi ]; then
+    if is_mpi "$backend"; then
       # the typed error a rank printed before MPI_Abort (the watch's names the peer: "…Exception: rank R: rank V …");
       # the ranks mpirun ended first print nothing
       text=$(grep -ao "FAILED [A-Za-z]*\|dev\.jdist\.[A-Za-z]*Exception: \(mpi \)\?rank $r[: ]\( rank [0-9]* \)\?" "$dir/mpirun.log" \
@@ -279,7 +302,7 @@ trial() {
       fi
     fi
   done
-  if [ "$backend" = mpi ] && [ "$outcome" = ok ]; then
+  if is_mpi "$backend" && [ "$outcome" = ok ]; then
     # a stopped rank: the watch's PeerUnresponsiveException naming it, then MPI_Abort
     if [ "$fault" = stop ]; then   # the watch's error naming the stopped rank (ranks that printed nothing: ended by mpirun)
       local named=0 e
@@ -299,7 +322,7 @@ trial() {
     local until=$(( $(date +%s) + 20 ))
     while alive "$vp" && [ "$(date +%s)" -lt "$until" ]; do sleep 0.1; done
     if alive "$vp"; then victim_after=still-running
-    elif [ "$backend" = mpi ]; then victim_after=ended
+    elif is_mpi "$backend"; then victim_after=ended
     else victim_after=$(sed -n 's/^FAILED \([A-Za-z]*\).*/\1/p' "$dir/rank$victim.log" | head -1); victim_after=${victim_after:-ended}
     fi
   fi
@@ -352,9 +375,7 @@ run_jaccl() {
 }
 for b in "${BACKEND[@]}"; do
   if [ "$b" = jaccl ]; then [ "$JACCL_OK" = 1 ] && run_jaccl; continue; fi
-  if [ "$b" = mpi ] && { [ -z "$MPIRUN" ] || [ -z "$MPILIB" ]; }; then
-    echo "# mpi skipped: mpirun.openmpi or libmpi.so.40 missing (Debian: openmpi-bin libopenmpi-dev)"; continue
-  fi
+  mpi_missing "$b" && continue
   [ "$b" = nccl ] && [ "$NCCL_OK" = 0 ] && continue
   has kill "${FAULT[@]}" && run_trials "$b" kill
   has stop "${FAULT[@]}" && run_trials "$b" stop
@@ -363,7 +384,7 @@ if has load "${FAULT[@]}"; then
   for ((c = 0; c < $(nproc); c++)); do timeout 3600 sh -c 'while :; do :; done' & LOAD_PIDS+=($!); done
   log "CPU load: ${#LOAD_PIDS[@]} busy loops (pids ${LOAD_PIDS[*]})"
   for b in "${BACKEND[@]}"; do
-    [ "$b" = mpi ] && { [ -z "$MPIRUN" ] || [ -z "$MPILIB" ]; } && continue
+    mpi_missing "$b" >/dev/null && continue
     [ "$b" = nccl ] && [ "$NCCL_OK" = 0 ] && continue
     [ "$b" = jaccl ] && continue   # its ranks are threads: the kill trials under load would measure the same JVM
     run_trials "$b" load

@@ -38,7 +38,7 @@ def outcome(r):
     """ok, hang, no-fault, or for a wrong-error trial whether the type was right and only the named rank differed."""
     if r["outcome"] == "other-rank-named":
         return "right type, another rank named"
-    if r["outcome"] != "wrong-error" or r["backend"] in ("mpi", "nccl"):
+    if r["outcome"] != "wrong-error" or r["backend"] in ("mpi", "mpich", "nccl"):
         return r["outcome"]
     classes = [s.split(":")[1] for s in r["survivors"].split(",") if s.count(":") >= 1]
     return "right type, another rank named" if classes and all(c in TYPED for c in classes) else "wrong error"
