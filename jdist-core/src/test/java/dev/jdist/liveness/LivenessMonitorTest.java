@@ -184,6 +184,17 @@ class LivenessMonitorTest {
         assertThat(out).contains("rank 1 testhost").contains("idle since all_max int8[2] #3");
     }
 
+    /** Each of the first {@code ranks} watches fails with a mismatch naming both calls and the group made by split. */
+    private static void assertMismatchOnEveryRank(List<LivenessMonitor> ms, int ranks, String group, String jobRanks,
+                                                  String oneCall, String otherCall) throws InterruptedException {
+        for (int q = 0; q < ranks; q++) {
+            DistributedException f = awaitFailure(ms.get(q), 4000);
+            assertThat(f).as("rank %d", q).isInstanceOf(CollectiveMismatchException.class);
+            assertThat(f.getMessage()).contains(oneCall).contains(otherCall)
+                    .contains("in group " + group + " of job ranks " + jobRanks);
+        }
+    }
+
     @Test
     void callsThatDifferInAGroupMadeBySplitFailEveryRankOfTheJob() throws Exception {
         List<LivenessMonitor> ms = start(4, Map.of("JDIST_HEARTBEAT", "1s"), new ArrayList<>(), LivenessMonitor.WAIT_REPORT);
@@ -194,12 +205,8 @@ class LivenessMonitorTest {
         ms.get(2).watchSplit(label, new int[] {0, 2}, a2);
         a0.running = OperationFingerprint.of(1, 1, "all_gather", DType.INT32, new int[] {12}, -1);
         a2.running = OperationFingerprint.of(1, 1, "all_sum", DType.FLOAT32, new int[] {1024}, -1);
-        for (int q = 0; q < 4; q++) {
-            DistributedException f = awaitFailure(ms.get(q), 4000);
-            assertThat(f).as("rank %d", q).isInstanceOf(CollectiveMismatchException.class);
-            assertThat(f.getMessage()).contains("rank 2 is in all_sum float32[1024] #1").contains("rank 0 is in all_gather int32[12] #1")
-                    .contains("in group world/split@1(color=0) of job ranks 0, 2");
-        }
+        assertMismatchOnEveryRank(ms, 4, "world/split@1(color=0)", "0, 2", "rank 2 is in all_sum float32[1024] #1",
+                "rank 0 is in all_gather int32[12] #1");
     }
 
     @Test
@@ -218,12 +225,7 @@ class LivenessMonitorTest {
         a1.recent = List.of(OperationFingerprint.of(4, 4, "all_sum", DType.INT32, new int[] {8}, -1), same5, same6);
         a0.last = same6;
         a1.last = same6;
-        for (int q = 0; q < 3; q++) {
-            DistributedException f = awaitFailure(ms.get(q), 4000);
-            assertThat(f).as("rank %d", q).isInstanceOf(CollectiveMismatchException.class);
-            assertThat(f.getMessage()).contains("all_sum float32[8] #4").contains("all_sum int32[8] #4")
-                    .contains("in group world/split@1(color=0) of job ranks 0, 1");
-        }
+        assertMismatchOnEveryRank(ms, 3, "world/split@1(color=0)", "0, 1", "all_sum float32[8] #4", "all_sum int32[8] #4");
     }
 
     @Test
@@ -245,12 +247,7 @@ class LivenessMonitorTest {
         }
         o[0].running = OperationFingerprint.of(7, 7, "all_sum", DType.FLOAT32, new int[] {8}, -1);
         o[1].running = OperationFingerprint.of(7, 7, "all_min", DType.FLOAT32, new int[] {8}, -1);
-        for (int q = 0; q < 2; q++) {
-            DistributedException f = awaitFailure(ms.get(q), 4000);
-            assertThat(f).as("rank %d", q).isInstanceOf(CollectiveMismatchException.class);
-            assertThat(f.getMessage()).contains("all_sum float32[8] #7").contains("all_min float32[8] #7")
-                    .contains("in group world/split@2(color=0) of job ranks 0, 1");
-        }
+        assertMismatchOnEveryRank(ms, 2, "world/split@2(color=0)", "0, 1", "all_sum float32[8] #7", "all_min float32[8] #7");
     }
 
     @Test
@@ -281,12 +278,7 @@ class LivenessMonitorTest {
         }
         o[0].recent = List.of(OperationFingerprint.of(4, 4, "all_sum", DType.FLOAT32, new int[] {8}, -1), same5);
         o[1].recent = List.of(OperationFingerprint.of(4, 4, "all_sum", DType.INT32, new int[] {8}, -1), same5);
-        for (int q = 0; q < 2; q++) {
-            DistributedException f = awaitFailure(ms.get(q), 4000);
-            assertThat(f).as("rank %d", q).isInstanceOf(CollectiveMismatchException.class);
-            assertThat(f.getMessage()).contains("all_sum float32[8] #4").contains("all_sum int32[8] #4")
-                    .contains("in group world/split@2(color=0) of job ranks 0, 1");
-        }
+        assertMismatchOnEveryRank(ms, 2, "world/split@2(color=0)", "0, 1", "all_sum float32[8] #4", "all_sum int32[8] #4");
     }
 
     @Test
