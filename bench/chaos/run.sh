@@ -178,22 +178,20 @@ start_job() {
     done
     return
   fi
-  if [ "$backend" = mpi ]; then
+  if is_mpi "$backend"; then
     # a job token, passed by name as `jdist launch --backend mpi` does, so the liveness watch runs beside JDIST_TIMEOUT
-    # JDIST_TIMEOUT unset (30 min) as for the ring: what ends a wait for a stopped rank is the watch
-    env -u MLX_RANK -u MLX_HOSTFILE -u JDIST_RANK -u JDIST_WORLD_SIZE -u JDIST_TIMEOUT MLX_MPI_LIBNAME="$MPILIB" \
+    # JDIST_TIMEOUT unset (30 min) as for the ring: what ends a wait for a stopped rank is the watch.
+    # Open MPI passes variables named by -x; MPICH's Hydra passes the whole environment
+    local lib launcher
+    if [ "$backend" = mpi ]; then
+      lib=$MPILIB launcher=("$MPIRUN" --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -n "$N"
+        -x JDIST_JOB_TOKEN -x JDIST_HEARTBEAT -x MLX_MPI_LIBNAME)
+    else
+      lib=$MPICHLIB launcher=("$MPICHRUN" -n "$N")
+    fi
+    env -u MLX_RANK -u MLX_HOSTFILE -u JDIST_RANK -u JDIST_WORLD_SIZE -u JDIST_TIMEOUT MLX_MPI_LIBNAME="$lib" \
       JDIST_JOB_TOKEN=$token JDIST_HEARTBEAT=$HB \
-      "$MPIRUN" --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -n "$N" \
-      -x JDIST_JOB_TOKEN -x JDIST_HEARTBEAT -x MLX_MPI_LIBNAME \
-      "$JAVA" "${JFLAGS[@]}" mpi "$@" >"$dir/mpirun.log" 2>&1 </dev/null &
-    EXTRA_PIDS=($!)
-    return
-  fi
-  if [ "$backend" = mpich ]; then
-    # Hydra passes the whole environment to the ranks: the token and heartbeat need no flag
-    env -u MLX_RANK -u MLX_HOSTFILE -u JDIST_RANK -u JDIST_WORLD_SIZE -u JDIST_TIMEOUT MLX_MPI_LIBNAME="$MPICHLIB" \
-      JDIST_JOB_TOKEN=$token JDIST_HEARTBEAT=$HB \
-      "$MPICHRUN" -n "$N" "$JAVA" "${JFLAGS[@]}" mpi "$@" >"$dir/mpirun.log" 2>&1 </dev/null &
+      "${launcher[@]}" "$JAVA" "${JFLAGS[@]}" mpi "$@" >"$dir/mpirun.log" 2>&1 </dev/null &
     EXTRA_PIDS=($!)
     return
   fi
