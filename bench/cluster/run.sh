@@ -40,12 +40,15 @@ usage: bench/cluster/run.sh [options]
   --bandwidth-calls W:I  warm-up and timed calls per size of the bandwidth sweep (default 1:5; --quick 1:3), the same for
                        every implementation; a JVM reaches its steady state at a new size after many calls, so give the
                        middle sizes more (e.g. 20:20) when they are what you compare
+  --latency-calls W:I  the same for the latency sweep (default 20:200; --quick 10:50)
+  --jdist-env K=V      an environment variable for every jdist rank (repeatable), e.g. JDIST_RING_SPIN_US=0
 EOF
 }
 
 ARGS=("$@")   # for the report: the options as given
 HOSTS_LIST=4,8,16 RATE=1gbit CAL_RATES=none,2gbit,1gbit,500mbit,200mbit IMPLS=jdist,mpi,gloo OPS=all_sum,all_gather
-MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 GSO=65536 RPH=1 DELAY_MS=0 LATENCY_ONLY=0 BW_CALLS=
+MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 GSO=65536 RPH=1 DELAY_MS=0 LATENCY_ONLY=0 BW_CALLS= LAT_CALLS=
+JDIST_ENV=()
 HOSTS_SET=0 CAL_SET=0 MAX_SET=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -65,6 +68,9 @@ while [ $# -gt 0 ]; do
     --delay-ms) DELAY_MS=$2; shift ;;
     --latency-only) LATENCY_ONLY=1 ;;
     --bandwidth-calls) BW_CALLS=$2; shift ;;
+    --latency-calls) LAT_CALLS=$2; shift ;;
+    --jdist-env) [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*=.*$ ]] || { echo "bench/cluster/run.sh: --jdist-env takes NAME=VALUE, got '$2'" >&2; exit 2; }
+                 JDIST_ENV+=(--env "$2"); shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench/cluster/run.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -124,8 +130,11 @@ for i in "${IMPL[@]}"; do [[ $i =~ ^(jdist|ring|mpi|gloo)$ ]] || die "--impls: u
 [[ $RPH =~ ^[1-9][0-9]*$ ]] && [ "$RPH" -le 16 ] || die "--ranks-per-host: a number 1..16, got '$RPH'"
 for o in "${OP[@]}"; do [[ $o =~ ^(all_sum|all_gather)$ ]] || die "--ops: unknown '$o' (all_sum, all_gather)"; done
 [[ $BURST =~ ^[0-9]+$ && $GSO =~ ^[0-9]+$ ]] || die "--burst and --gso take a number of bytes"
-[ -z "$BW_CALLS" ] || [[ $BW_CALLS =~ ^[0-9]+:[1-9][0-9]*$ ]] \
-  || die "--bandwidth-calls takes WARMUP:ITERS, e.g. 20:20 (warm-up calls 0 or more, timed calls 1 or more), got '$BW_CALLS'"
+for calls in "--bandwidth-calls:$BW_CALLS" "--latency-calls:$LAT_CALLS"; do
+  opt=${calls%%:*} v=${calls#*:}
+  [ -z "$v" ] || [[ $v =~ ^[0-9]+:[1-9][0-9]*$ ]] \
+    || die "$opt takes WARMUP:ITERS, e.g. 20:20 (warm-up calls 0 or more, timed calls 1 or more), got '$v'"
+done
 [[ $DELAY_MS =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v d="$DELAY_MS" 'BEGIN {exit !(d <= 1000)}' \
   || die "--delay-ms takes milliseconds 0..1000, got '$DELAY_MS'"
 
@@ -133,10 +142,10 @@ for o in "${OP[@]}"; do [[ $o =~ ^(all_sum|all_gather)$ ]] || die "--ops: unknow
 # sizes with few (a 64 MiB all-reduce takes about a second at 1 Gbit/s). MIN:MAX:FACTOR:WARMUP:ITERS.
 MAX_BYTES=$(to_bytes "$MAX_SIZE")
 if [ "$QUICK" = 1 ]; then
-  SWEEPS=("4:1024:16:10:50" "65536:$MAX_BYTES:16:${BW_CALLS:-1:3}")
+  SWEEPS=("4:1024:16:${LAT_CALLS:-10:50}" "65536:$MAX_BYTES:16:${BW_CALLS:-1:3}")
   CAL_SECONDS=3 LIMIT=600
 else
-  SWEEPS=("4:16384:4:20:200" "65536:$MAX_BYTES:4:${BW_CALLS:-1:5}")
+  SWEEPS=("4:16384:4:${LAT_CALLS:-20:200}" "65536:$MAX_BYTES:4:${BW_CALLS:-1:5}")
   CAL_SECONDS=5 LIMIT=900
 fi
 SWEEP_NAMES=(latency bandwidth)
@@ -367,8 +376,8 @@ bench_n() { # n
         jdist|ring)
           log "$n hosts: jdist bench$([ "$impl" = ring ] && echo " (JDIST_ALGO=ring)"), $name sweep"
           phase_start; rc=0
-          local algo=()
-          [ "$impl" = ring ] && algo=(--env JDIST_ALGO=ring)
+          local algo=("${JDIST_ENV[@]}")
+          [ "$impl" = ring ] && algo+=(--env JDIST_ALGO=ring)
           bounded "$LIMIT" "$ROOT/bin/jdist" bench --hostfile "$d/hosts.json" "${algo[@]}" --op "$OPS" --sizes "$min:$max" -f "$f" \
             -w "$w" -i "$it" --csv >"$d/$impl-$name.csv" 2>"$d/$impl-$name.log" || rc=$?
           phase_end "$n" "$impl-$name" "$rc"
