@@ -69,8 +69,7 @@ while [ $# -gt 0 ]; do
     --latency-only) LATENCY_ONLY=1 ;;
     --bandwidth-calls) BW_CALLS=$2; shift ;;
     --latency-calls) LAT_CALLS=$2; shift ;;
-    --jdist-env) [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*=.*$ ]] || { echo "bench/cluster/run.sh: --jdist-env takes NAME=VALUE, got '$2'" >&2; exit 2; }
-                 JDIST_ENV+=(--env "$2"); shift ;;
+    --jdist-env) JDIST_ENV+=("$2"); shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench/cluster/run.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -135,6 +134,7 @@ for calls in "--bandwidth-calls:$BW_CALLS" "--latency-calls:$LAT_CALLS"; do
   [ -z "$v" ] || [[ $v =~ ^[0-9]+:[1-9][0-9]*$ ]] \
     || die "$opt takes WARMUP:ITERS, e.g. 20:20 (warm-up calls 0 or more, timed calls 1 or more), got '$v'"
 done
+for e in "${JDIST_ENV[@]}"; do [[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "--jdist-env takes NAME=VALUE, got '$e'"; done
 [[ $DELAY_MS =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v d="$DELAY_MS" 'BEGIN {exit !(d <= 1000)}' \
   || die "--delay-ms takes milliseconds 0..1000, got '$DELAY_MS'"
 
@@ -376,9 +376,10 @@ bench_n() { # n
         jdist|ring)
           log "$n hosts: jdist bench$([ "$impl" = ring ] && echo " (JDIST_ALGO=ring)"), $name sweep"
           phase_start; rc=0
-          local algo=("${JDIST_ENV[@]}")
-          [ "$impl" = ring ] && algo+=(--env JDIST_ALGO=ring)
-          bounded "$LIMIT" "$ROOT/bin/jdist" bench --hostfile "$d/hosts.json" "${algo[@]}" --op "$OPS" --sizes "$min:$max" -f "$f" \
+          local env_args=() e
+          for e in "${JDIST_ENV[@]}"; do env_args+=(--env "$e"); done
+          [ "$impl" = ring ] && env_args+=(--env JDIST_ALGO=ring)
+          bounded "$LIMIT" "$ROOT/bin/jdist" bench --hostfile "$d/hosts.json" "${env_args[@]}" --op "$OPS" --sizes "$min:$max" -f "$f" \
             -w "$w" -i "$it" --csv >"$d/$impl-$name.csv" 2>"$d/$impl-$name.log" || rc=$?
           phase_end "$n" "$impl-$name" "$rc"
           ;;
