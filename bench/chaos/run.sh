@@ -4,7 +4,9 @@
 #
 #   kill       SIGKILL of a random rank just before a random all_sum (it sends it to itself: a death at a chosen operation)
 #   stop       SIGSTOP of a random rank at a random moment of the loop; afterwards SIGCONT: it must end by itself
-#   partition  (root) iptables DROP of everything in and out of one network namespace host (NetnsClusterMain)
+#   partition  (root) iptables DROP of everything in and out of one network namespace host (NetnsClusterMain), for the
+#              ring over TCP and for MPI jobs across the hosts: Open MPI started as users do, by `jdist launch --backend
+#              mpi` over ssh, MPICH by mpirun.mpich over ssh; every rank and the launcher must end while the cut lasts
 #   load       the kill trials again with one bounded busy loop per core running
 #   degraded   (root) a healthy job of 100 all_sums of 1 MiB over the namespace hosts: clean, 5 % packet loss into one
 #              host (iptables statistic), one host's link limited by tc tbf, 20 ms of extra delay each way on the
@@ -35,7 +37,8 @@ usage: bench/chaos/run.sh [options]
   --backends LIST       tcp,shm,mpi,mpich,nccl,jaccl (default all; mpi is skipped without Open MPI, mpich without
                         MPICH, nccl without gcc;
                         jaccl runs kill and stop only)
-  --faults LIST         kill,stop,partition,load,degraded (default all; partition and degraded need root)
+  --faults LIST         kill,stop,partition,load,degraded (default all; partition and degraded need root;
+                        partition runs for tcp, mpi and mpich)
   --heartbeat BOUND     JDIST_HEARTBEAT of the ring jobs (default 10s, jdist's default)
   --nccl-timeout BOUND  JDIST_TIMEOUT of the NCCL jobs (default 10s; the stand-in's ranks have no watch)
   --trial-timeout S     hard limit of one trial, in seconds: past it the trial counts as a hang (default 120)
@@ -178,6 +181,10 @@ start_job() {
     done
     return
   fi
+  if is_mpi "$backend" && [ -n "${IN_CLUSTER:-}" ]; then
+    start_mpi_across_hosts "$backend" "$dir" "$token" "$@"
+    return
+  fi
   if is_mpi "$backend"; then
     # a job token, passed by name as `jdist launch --backend mpi` does, so the liveness watch runs beside JDIST_TIMEOUT
     # JDIST_TIMEOUT unset (30 min) as for the ring: what ends a wait for a stopped rank is the watch.
@@ -207,6 +214,34 @@ start_job() {
     fi
     RANK_PIDS[r]=$!
   done
+}
+# start_mpi_across_hosts BACKEND DIR TOKEN ARGS...: one rank on each namespace host, started over ssh. Open MPI as a user
+# starts it, `jdist launch --backend mpi` (the token is the launcher's; it bounds an mpirun that waits for a cut-off
+# daemon); MPICH by mpirun.mpich (jdist launch speaks Open MPI's mpirun), its proxies calling back on the bridge.
+MPI_BIN=""
+start_mpi_across_hosts() {
+  local backend=$1 dir=$2 token=$3 i; shift 3
+  if [ "$backend" = mpi ]; then
+    if [ -z "$MPI_BIN" ]; then   # `mpirun` for the launcher, Open MPI's whatever the alternatives say (orted beside it)
+      MPI_BIN=$WORK/mpi-bin; mkdir -p "$MPI_BIN"
+      ln -sf "$MPIRUN" "$MPI_BIN/mpirun"; ln -sf "$(dirname "$MPIRUN")/orted" "$MPI_BIN/orted"
+    fi
+    # ssh from mpirun only (the hosts have no ssh config); TCP on the cluster's network; a daemon that never reports
+    # back fails the start instead of hanging it
+    local net="--allow-run-as-root --bind-to none --mca plm_rsh_agent ssh --mca plm_rsh_no_tree_spawn 1"
+    net+=" --mca orte_startup_timeout 60 --mca btl tcp,self --mca btl_tcp_if_include $CLUSTER_SUBNET"
+    net+=" --mca oob_tcp_if_include $CLUSTER_SUBNET"
+    env -u MLX_RANK -u MLX_HOSTFILE -u JDIST_RANK -u JDIST_WORLD_SIZE -u JDIST_TIMEOUT PATH="$MPI_BIN:$CLUSTER_SSH_BIN:$PATH" \
+      "$ROOT/bin/jdist" launch --backend mpi --hosts "$(IFS=,; echo "${CLUSTER_ALIASES[*]:0:N}")" --env "JDIST_HEARTBEAT=$HB" \
+      --mpi-arg "$net" -- "$JAVA" "${JFLAGS[@]}" mpi "$@" >"$dir/mpirun.log" 2>&1 </dev/null &
+  else
+    for ((i = 0; i < N; i++)); do echo "${CLUSTER_ADDRESSES[$i]}:1"; done >"$dir/hosts"
+    env -u MLX_RANK -u MLX_HOSTFILE -u JDIST_RANK -u JDIST_WORLD_SIZE -u JDIST_TIMEOUT PATH="$CLUSTER_SSH_BIN:$PATH" \
+      MLX_MPI_LIBNAME="$MPICHLIB" JDIST_JOB_TOKEN=$token JDIST_HEARTBEAT=$HB \
+      "$MPICHRUN" -f "$dir/hosts" -launcher ssh -iface "$CLUSTER_BRIDGE" -n "$N" "$JAVA" "${JFLAGS[@]}" mpi "$@" \
+      >"$dir/mpirun.log" 2>&1 </dev/null &
+  fi
+  EXTRA_PIDS=($!)
 }
 job_text() { cat "$1"/*.log 2>/dev/null; }
 # wait until every rank printed READY (MPI: learn the rank pids from those lines); false past the deadline
@@ -249,6 +284,8 @@ trial() {
         kill -STOP "${RANK_PIDS[$victim]}" 2>/dev/null && fault_ms=$(now_ms)
       else
         FAULT_NS=${CLUSTER_NAMESPACES[$victim]}
+        # MPI places the ranks: cut the host the victim rank runs on
+        is_mpi "$backend" && FAULT_NS=$(ip netns identify "${RANK_PIDS[$victim]}")
         ip netns exec "$FAULT_NS" iptables -A INPUT -j DROP && ip netns exec "$FAULT_NS" iptables -A OUTPUT -j DROP \
           && fault_ms=$(now_ms)
       fi
@@ -302,7 +339,9 @@ trial() {
   done
   if is_mpi "$backend" && [ "$outcome" = ok ]; then
     # a stopped rank: the watch's PeerUnresponsiveException naming it, then MPI_Abort
-    if [ "$fault" = stop ]; then   # the watch's error naming the stopped rank (ranks that printed nothing: ended by mpirun)
+    if [ "$fault" = stop ] || [ "$fault" = partition ]; then
+      # the watch's error naming the stopped or cut-off rank (ranks that printed nothing: ended by mpirun; the cut-off
+      # rank's own output cannot reach the launcher)
       local named=0 e
       for e in "${said[@]}"; do
         case $e in
@@ -329,13 +368,37 @@ trial() {
   local left=0 p
   for p in "${RANK_PIDS[@]}" "${EXTRA_PIDS[@]}"; do alive "$p" && left=$((left + 1)); done
   end_pids "${RANK_PIDS[@]}" "${EXTRA_PIDS[@]}"
-  if [ -n "$FAULT_NS" ]; then ip netns exec "$FAULT_NS" iptables -F; FAULT_NS=""; fi
+  if [ -n "$FAULT_NS" ]; then
+    # MPI: what is left on the cut-off host while the cut lasts (the launcher's daemon or proxy, which cannot be told
+    # to go), and whether it goes by itself once the host is reachable again
+    if is_mpi "$backend"; then victim_after=$(cut_host_after "$FAULT_NS"); else ip netns exec "$FAULT_NS" iptables -F; fi
+    FAULT_NS=""
+  fi
   local saidtext="${said[*]}"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$backend" "$fault" "$t" "$victim" "${at:--}" "${detect:--}" "$outcome" \
     "${saidtext// /,}" "$left" "$victim_after" >>"$RESULTS"
   log "$backend $fault #$t: victim $victim ${at:+at $at }-> ${detect:-?} ms, $outcome, [${said[*]}], leftover $left${victim_after:+, victim after: $victim_after}"
   [ "$outcome" = ok ] || { mkdir -p "$OUT/failed"; cp -r "$dir" "$OUT/failed/"; }
   rm -rf "$dir"
+}
+
+# job processes in a namespace host: every process there but sshd (its listener and the sessions mpirun opened)
+ns_job_pids() { local p; for p in $(ip netns pids "$1" 2>/dev/null); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = sshd ] || echo "$p"; done; }
+# cut_host_after NS: prints "cut:NAMES,healed:Ns" (or "cut:none", "healed:still" after 60 s), lifts the cut, ends what
+# is left by pid
+cut_host_after() {
+  local ns=$1 pids names="" p t=0
+  pids=$(ns_job_pids "$ns")
+  for p in $pids; do names+="${names:++}$(cat "/proc/$p/comm" 2>/dev/null)"; done
+  ip netns exec "$ns" iptables -F
+  if [ -z "$pids" ]; then echo "cut:none"; return; fi
+  while [ -n "$(ns_job_pids "$ns")" ] && [ $t -lt 60 ]; do sleep 1; t=$((t + 1)); done
+  if [ -n "$(ns_job_pids "$ns")" ]; then
+    # shellcheck disable=SC2046  # one pid per word
+    end_pids $(ns_job_pids "$ns"); echo "cut:$names,healed:still"
+  else
+    echo "cut:$names,healed:${t}s"
+  fi
 }
 
 run_trials() {   # BACKEND FAULT
@@ -398,7 +461,10 @@ if has partition "${FAULT[@]}" || has degraded "${FAULT[@]}"; then
     netns_cluster_start "$N" "$WORK" "$OUT/cluster.log" || die "the namespace cluster did not start"
     IN_CLUSTER=1
     log "namespace cluster: ${CLUSTER_ADDRESSES[*]}"
-    has partition "${FAULT[@]}" && run_trials tcp partition
+    if has partition "${FAULT[@]}"; then
+      has tcp "${BACKEND[@]}" && run_trials tcp partition
+      for b in mpi mpich; do has "$b" "${BACKEND[@]}" && ! mpi_missing "$b" && run_trials "$b" partition; done
+    fi
     if has degraded "${FAULT[@]}"; then
       runs=$(( TRIALS < 3 ? TRIALS : 3 ))
       for link in clean loss5 tbf delay20; do

@@ -4,6 +4,7 @@ import dev.jdist.console.CliFailure;
 import dev.jdist.console.ConsoleLog;
 import dev.jdist.hosts.HostEntry;
 import dev.jdist.hosts.Hostfile;
+import dev.jdist.mpi.MpiBackend;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -272,12 +273,15 @@ public final class Launcher {
             }
             Process proc;
             try {
-                ProcessBuilder pb = new ProcessBuilder(cmd).inheritIO();
+                // stderr through the launcher, to notice a rank's MPI_Abort (MpiAbortWatch)
+                ProcessBuilder pb = new ProcessBuilder(cmd).inheritIO().redirectError(ProcessBuilder.Redirect.PIPE);
                 pb.environment().putAll(mpirunEnv);
                 proc = pb.start();
             } catch (IOException e) {
                 throw CliFailure.of(1, "cannot start " + mpirun + ": " + e.getMessage());
             }
+            MpiAbortWatch aborts = new MpiAbortWatch(proc.getErrorStream(), System.err);
+            Thread stderr = Thread.ofPlatform().daemon().name("jdist-mpirun-stderr").start(aborts);
             int[] signal = {0};
             if (handleSignals) {
                 installSignals(sig -> {
@@ -291,11 +295,29 @@ public final class Launcher {
                 });
                 Runtime.getRuntime().addShutdownHook(new Thread(proc::destroyForcibly, "jdist-mpirun-stop"));
             }
+            boolean abortOverdue = false;
             while (!proc.waitFor(200, TimeUnit.MILLISECONDS)) {
                 synchronized (signal) {
                     if (signal[0] != 0) {
                         break;
                     }
+                }
+                if (aborts.overdue(System.nanoTime())) {
+                    abortOverdue = true;
+                    break;
+                }
+            }
+            if (abortOverdue) {
+                // mpirun waits for a daemon it cannot reach: end it, and say what may be left on that host
+                log.error("mpirun has not ended " + MpiAbortWatch.MPIRUN_AFTER_ABORT_MILLIS / 1000 + " s after a rank called "
+                        + "MPI_Abort: one of its daemons cannot be reached (a network partition, or a host that is down). "
+                        + "Ending mpirun. A rank on that host ends itself within " + MpiBackend.ABORT_BOUND_MILLIS / 1000
+                        + " s of its own MPI_Abort; Open MPI's daemon there ends when it finds its mpirun gone, once the "
+                        + "host is reachable again (hosts of the job: " + String.join(", ", inputs.hosts().stream().map(HostEntry::ssh).distinct().toList()) + ")");
+                proc.destroy();
+                if (!proc.waitFor(RankProcess.GRACE_MILLIS, TimeUnit.MILLISECONDS)) {
+                    proc.destroyForcibly();
+                    proc.waitFor(RankProcess.GRACE_MILLIS, TimeUnit.MILLISECONDS);
                 }
             }
             int sig;
@@ -309,7 +331,9 @@ public final class Launcher {
                 }
                 return 128 + sig;
             }
-            int status = proc.exitValue();
+            // the last lines mpirun forwarded (after an overdue abort, ssh sessions to a cut-off host may hold the pipe)
+            stderr.join(abortOverdue ? 1_000 : 5_000);
+            int status = abortOverdue ? MpiBackend.ABORT_EXIT_CODE : proc.exitValue();
             // mpirun says nothing of how each rank ended: the analysis goes by the records alone
             List<HostEntry> remote = inputs.hosts().stream().filter(h -> !h.isLocal()).toList();
             records.afterJob(status == 0, remote, inputs.hosts().size(), Map.of(), Executables.ssh(), log);

@@ -1,5 +1,6 @@
 package dev.jdist.launch;
 
+import dev.jdist.mpi.MpiBackend;
 import dev.jdist.mpi.MpiCheckProgram;
 import dev.jdist.mpi.MpiStallProgram;
 import dev.jdist.testing.ClusterCheck;
@@ -110,6 +111,35 @@ class MpiLaunchAcrossHostsIT {
         // the ranks wrote their records into the job's directory, which the launcher analysed
         assertThat(r.stderr()).as("%s", r).contains("flight records of the job").contains("jdist doctor analyze");
         assertNoJobProcessLeft(pids);
+    }
+
+    /**
+     * Rank 1 cuts its host off (iptables DROP in its namespace): the other ranks' watch names it and they call
+     * MPI_Abort, but mpirun waits for its daemon on the cut host for as long as the cut lasts. The launcher ends mpirun
+     * a bounded time after the abort notice, and rank 1 ends itself when its own MPI_Abort cannot reach mpirun: no rank
+     * is left, while the host is still cut off. (Open MPI's daemon there stays until it finds mpirun gone.)
+     */
+    @Test
+    void aHostCutOffTheNetworkEndsTheJobWithinTheBoundsAndNoRankIsLeft() throws Exception {
+        Requirements.require(Requirements.command("iptables", "iptables"));
+        try {
+            CommandResult r = launch(List.of("--env", "JDIST_HEARTBEAT=3s"), MpiStallProgram.class, "1", "partition");
+            String out = r.stdout() + r.stderr();
+            List<Long> pids = rankPids(out);
+            assertThat(r.timedOut()).as("the job must end while the host is still cut off: %s", r).isFalse();
+            assertThat(out).as("every rank started: %s", r).contains("FIRST OK 0", "FIRST OK 1", "FIRST OK 2", "CUTTING 1");
+            assertThat(pids).as("%s", r).hasSize(3);
+            assertThat(r.exitCode()).as("MPI_Abort's status: %s", r).isEqualTo(MpiBackend.ABORT_EXIT_CODE);
+            assertThat(out).as("%s", r).containsPattern("dev\\.jdist\\.PeerUnresponsiveException: rank [02]: rank 1 ")
+                    .contains(MpiBackend.ABORT_NOTICE).doesNotContain("RETURNED");
+            // every rank, the one on the cut host included, ends while the cut lasts
+            boolean ranksGone = JdistCli.await(Duration.ofSeconds(20), () -> pids.stream().noneMatch(p -> ProcessHandle.of(p).isPresent()));
+            assertThat(ranksGone).as("ranks still running: %s in %s", pids, cluster.processesInAll()).isTrue();
+        } finally {
+            cluster.exec(1, Duration.ofSeconds(20), "iptables", "-F");
+            // Open MPI's daemon on the cut host outlives its mpirun until it notices: it is this test's, end it
+            for (long pid : cluster.processesIn(1)) ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+        }
     }
 
     @Test

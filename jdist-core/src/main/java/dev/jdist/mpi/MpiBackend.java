@@ -25,6 +25,18 @@ import java.util.Optional;
  */
 public final class MpiBackend implements Backend {
     private static final System.Logger LOG = System.getLogger("dev.jdist.mpi");
+    /** The exit status {@code MPI_Abort} gives the job when jdist ends it (70, EX_SOFTWARE). */
+    public static final int ABORT_EXIT_CODE = 70;
+    /**
+     * The start of the stderr line a rank prints just before {@code MPI_Abort}; {@code jdist launch} watches
+     * {@code mpirun}'s stderr for it to bound a job that an unreachable host keeps from ending.
+     */
+    public static final String ABORT_NOTICE = "jdist: ending the MPI job with MPI_Abort";
+    /**
+     * How long {@code MPI_Abort} may take before the rank ends itself with {@link #ABORT_EXIT_CODE}: on a host cut off
+     * from {@code mpirun} (a network partition) the abort waits for a launcher it cannot reach and never returns.
+     */
+    public static final long ABORT_BOUND_MILLIS = 10_000;
 
     @Override
     public String name() { return "mpi"; }

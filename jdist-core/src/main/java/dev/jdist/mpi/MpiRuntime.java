@@ -3,6 +3,7 @@ package dev.jdist.mpi;
 import dev.jdist.ConfigException;
 import dev.jdist.DType;
 import dev.jdist.DistributedException;
+import dev.jdist.FlightRecorder;
 import dev.jdist.ReduceOp;
 import dev.jdist.spi.Liveness;
 import dev.jdist.spi.NativeAccess;
@@ -34,8 +35,6 @@ import java.util.concurrent.locks.ReentrantLock;
 final class MpiRuntime {
     private static final System.Logger LOG = System.getLogger("dev.jdist.mpi");
     private static final Map<String, MpiLibrary> LOADED = new HashMap<>();
-    /** The exit status {@code MPI_Abort} gives the job when jdist ends it (70, EX_SOFTWARE). */
-    static final int ABORT_EXIT_CODE = 70;
     /** Pause between printing the error and MPI_Abort, so that the launcher forwards the message. */
     static final long ABORT_GRACE_MILLIS = 500;
     /** Busy polling of a request before sleeping: this long, plus {@link #BUSY_NANOS_PER_BYTE} per byte moved. */
@@ -433,14 +432,18 @@ final class MpiRuntime {
     /**
      * Ends the job: MPI cannot continue once a collective failed or stalled on one rank (the others would wait
      * in it, or match its messages against later operations). Prints the typed error (class, message, and
-     * where the program was) to stderr, then calls {@code MPI_Abort(MPI_COMM_WORLD, 70)}, which stops every
-     * process of the job. If a library's {@code MPI_Abort} returned, the error is thrown to the caller.
+     * where the program was) to stderr, writes the flight record, then calls {@code MPI_Abort(MPI_COMM_WORLD, 70)},
+     * which stops every process of the job. If {@code MPI_Abort} has not ended this process after
+     * {@link MpiBackend#ABORT_BOUND_MILLIS}, the process ends itself; if a library's {@code MPI_Abort} returned, the
+     * error is thrown to the caller.
      */
     DistributedException abortJob(DistributedException error) {
         failed = true;
-        System.err.println("jdist: ending the MPI job with MPI_Abort (exit status " + ABORT_EXIT_CODE + ") because of:");
+        System.err.println(MpiBackend.ABORT_NOTICE + " (exit status " + MpiBackend.ABORT_EXIT_CODE + ") because of:");
         error.printStackTrace(System.err);
         System.err.flush();
+        // MPI_Abort ends this process before the error reaches the operation's record: write the flight record now
+        FlightRecorder.dump("MPI_Abort: " + error);
         // The launcher forwards our stderr through a pipe and stops forwarding when the abort kills the job:
         // give it a moment to pass the message on (the job is over anyway).
         try {
@@ -448,16 +451,32 @@ final class MpiRuntime {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        Thread bound = Thread.ofPlatform().daemon().name("jdist-mpi-abort-bound").start(MpiRuntime::endIfAbortHangs);
         // Not enter(): another thread may hold the lock inside a call that never returns.
         boolean locked = multiple || lockQuietly();
         try {
-            int ignored = (int) lib.abort.invokeExact(abi.commWorld(), ABORT_EXIT_CODE);
+            int ignored = (int) lib.abort.invokeExact(abi.commWorld(), MpiBackend.ABORT_EXIT_CODE);
         } catch (Throwable t) {
             error.addSuppressed(t);
         } finally {
             if (locked && !multiple) lock.unlock();
+            bound.interrupt();   // MPI_Abort returned: the caller gets the error instead
         }
         throw error;
+    }
+
+    /** The bound on {@code MPI_Abort} ({@link MpiBackend#ABORT_BOUND_MILLIS}): past it, this process ends, saying why. */
+    private static void endIfAbortHangs() {
+        try {
+            Thread.sleep(MpiBackend.ABORT_BOUND_MILLIS);
+        } catch (InterruptedException returned) {
+            return;
+        }
+        System.err.println("jdist: MPI_Abort did not end this process within " + MpiBackend.ABORT_BOUND_MILLIS / 1000 + " s: mpirun "
+                + "or its daemon on this host cannot be reached (a network partition, or the launcher is gone). Ending the "
+                + "process with exit status " + MpiBackend.ABORT_EXIT_CODE + "; mpirun learns of it only if its host becomes reachable again.");
+        System.err.flush();
+        Runtime.getRuntime().halt(MpiBackend.ABORT_EXIT_CODE);
     }
 
     /** {@code "5 s"}, {@code "2.500 s"}: durations in messages. */

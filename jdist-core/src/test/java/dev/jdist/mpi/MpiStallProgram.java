@@ -13,8 +13,13 @@ import java.util.concurrent.TimeUnit;
  * sum_scatter, recv from the stopped rank, or close), which cannot complete. With {@code JDIST_TIMEOUT}
  * short, they must end the job with MPI_Abort and a DeadlineExceededException on stderr.
  *
+ * <p>With {@code op} {@code partition}, rank {@code stopped} is not stopped: it cuts its own host off the network
+ * ({@code iptables} DROP of everything in and out, for a rank alone in a network namespace of the test's own), and
+ * every rank goes on with all_sums for up to 200 s, which cannot complete across the cut.
+ *
  * <p>Arguments: {@code <stopped rank> <op>}. Prints {@code PID <rank> <pid>}, {@code FIRST OK <rank>},
- * {@code STOPPING <rank>}, and {@code RETURNED <rank>} if the operation ever returns (it must not).
+ * {@code STOPPING <rank>} or {@code CUTTING <rank>}, and {@code RETURNED <rank>} if the operation ever returns (it
+ * must not).
  */
 public final class MpiStallProgram {
     public static void main(String[] args) throws Exception {
@@ -28,6 +33,14 @@ public final class MpiStallProgram {
         if (sum.getDouble(1023) != n * (n + 1) / 2.0) throw new AssertionError("first all_sum: " + sum);
         System.out.println("FIRST OK " + r);
         System.out.flush();
+        if (op.equals("partition")) {
+            if (r == stopped) cutOwnHost(r);
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(200);
+            while (System.nanoTime() < end) world.allSum(Array.ones(DType.FLOAT32, 1024));
+            System.out.println("RETURNED " + r);
+            System.out.flush();
+            return;
+        }
         if (r == stopped) {
             System.out.println("STOPPING " + r);
             System.out.flush();
@@ -47,5 +60,16 @@ public final class MpiStallProgram {
         System.out.println("RETURNED " + r);
         System.out.flush();
         Distributed.reset();
+    }
+
+    /** Drops every packet in and out of this rank's network namespace (its launcher's output too: say it first). */
+    private static void cutOwnHost(int r) throws Exception {
+        System.out.println("CUTTING " + r);
+        System.out.flush();
+        Thread.sleep(300);   // let the line reach mpirun before its way is cut
+        for (String chain : new String[] {"INPUT", "OUTPUT"}) {
+            Process p = new ProcessBuilder("iptables", "-A", chain, "-j", "DROP").inheritIO().start();
+            if (!p.waitFor(20, TimeUnit.SECONDS) || p.exitValue() != 0) throw new IllegalStateException("iptables -A " + chain + " failed");
+        }
     }
 }
