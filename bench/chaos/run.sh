@@ -109,6 +109,15 @@ alive() {   # running or stopped, not a zombie
   [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 end_pids() { local p; for p in "$@"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done; return 0; }
+# tree_pids PID...: each pid and its descendants (a launcher's mpirun and ssh), children first read, then ended by end_pids
+tree_pids() {
+  local p c
+  for p in "$@"; do
+    [ -n "$p" ] || continue
+    for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do tree_pids "$c"; done
+    echo "$p"
+  done
+}
 stop_load() {   # each busy loop is `timeout`'s child: end the child first (SIGKILL to timeout would orphan it), then timeout
   local p
   for p in "${LOAD_PIDS[@]}"; do
@@ -120,7 +129,8 @@ stop_load() {   # each busy loop is `timeout`'s child: end the child first (SIGK
 cleanup() {
   set +e
   trap - EXIT INT TERM
-  end_pids "${RANK_PIDS[@]}" "${EXTRA_PIDS[@]}"
+  # shellcheck disable=SC2046  # one pid per word
+  end_pids "${RANK_PIDS[@]}" $(tree_pids "${EXTRA_PIDS[@]}")
   stop_load
   [ -n "$FAULT_NS" ] && { ip netns exec "$FAULT_NS" iptables -F; ip netns exec "$FAULT_NS" iptables -t nat -F; ip netns exec "$FAULT_NS" tc qdisc del dev eth0 root; } 2>/dev/null
   if [ -n "$CLUSTER_PID" ]; then
@@ -367,7 +377,8 @@ trial() {
   sleep 1
   local left=0 p
   for p in "${RANK_PIDS[@]}" "${EXTRA_PIDS[@]}"; do alive "$p" && left=$((left + 1)); done
-  end_pids "${RANK_PIDS[@]}" "${EXTRA_PIDS[@]}"
+  # shellcheck disable=SC2046  # one pid per word
+  end_pids "${RANK_PIDS[@]}" $(tree_pids "${EXTRA_PIDS[@]}")
   if [ -n "$FAULT_NS" ]; then
     # MPI: what is left on the cut-off host while the cut lasts (the launcher's daemon or proxy, which cannot be told
     # to go), and whether it goes by itself once the host is reachable again

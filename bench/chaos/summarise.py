@@ -44,23 +44,40 @@ def outcome(r):
     return "right type, another rank named" if classes and all(c in TYPED for c in classes) else "wrong error"
 
 
+def after(rs):
+    """The victim-after column: SIGCONT outcomes counted; for an MPI partition ("cut:NAMES,healed:Ns"), what was left
+    on the cut-off host while the cut lasted and how long it took to go once the cut was lifted."""
+    values = [r["victim_after"] for r in rs if r["victim_after"] != "-"]
+    cut = [v for v in values if v.startswith("cut:")]
+    if not cut:
+        return ", ".join(f"{k} {v}" for k, v in Counter(values).items()) or "-"
+    left = Counter(v.split(",")[0][len("cut:"):] for v in cut)
+    healed = sorted(int(v.split("healed:")[1].rstrip("s")) for v in cut if "healed:" in v and not v.endswith("still"))
+    still = sum(v.endswith("healed:still") for v in cut)
+    text = "left on the cut-off host: " + ", ".join(f"{k} {n}" for k, n in left.items())
+    if healed:
+        text += f"; gone after the cut in {statistics.median(healed):g} s median, {healed[-1]} s max"
+    if still:
+        text += f"; still there 60 s after the cut: {still}"
+    return text
+
+
 def main(folder):
     rows = read(os.path.join(folder, "results.tsv"))
     groups = OrderedDict()
     for r in rows:
         groups.setdefault((r["backend"], r["fault"]), []).append(r)
-    print("| backend | fault | trials | right error (ring: naming the faulty rank) | hangs | other outcomes | leftover processes | detection s: median | p90 | max | victim after SIGCONT |")
+    print("| backend | fault | trials | right error (ring: naming the faulty rank) | hangs | other outcomes | leftover processes | detection s: median | p90 | max | victim after SIGCONT, or the cut-off host (MPI) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for (backend, fault), rs in groups.items():
         detect = sorted(int(r["detect_ms"]) for r in rs if r["detect_ms"] not in ("", "-"))
         outcomes = Counter(outcome(r) for r in rs)
         other = ", ".join(f"{k} {v}" for k, v in outcomes.items() if k not in ("ok", "hang")) or "0"
         left = sum(int(r["leftover"]) for r in rs)
-        after = Counter(r["victim_after"] for r in rs if r["victim_after"] != "-")
         label = {"load": "kill, CPU load"}.get(fault, fault)
         print(f"| {backend} | {label} | {len(rs)} | {outcomes['ok']} | {outcomes['hang']} | {other} | {left} | "
               f"{sec(statistics.median(detect) if detect else None)} | {sec(pct(detect, 90))} | "
-              f"{sec(detect[-1] if detect else None)} | {', '.join(f'{k} {v}' for k, v in after.items()) or '-'} |")
+              f"{sec(detect[-1] if detect else None)} | {after(rs)} |")
     errors = Counter()
     for r in rows:
         for s in r["survivors"].split(","):

@@ -107,7 +107,7 @@ public final class Launcher {
                 records.dir().toString());
 
         if (backend.equals("mpi")) {
-            return runMpi(inputs, records, o, argv, log);
+            return runMpi(inputs, records, o, p.timeoutSeconds(), argv, log);
         }
         if (placement.placement() == Placement.SRUN) {
             return runSrun(inputs, o, p, command, argv, log);
@@ -238,8 +238,8 @@ public final class Launcher {
         out.flush();
     }
 
-    private int runMpi(EnvironmentPlan.Inputs inputs, JobFlightRecords records, LaunchOptions o, List<String> argv, ConsoleLog log)
-            throws InterruptedException {
+    private int runMpi(EnvironmentPlan.Inputs inputs, JobFlightRecords records, LaunchOptions o, Double timeoutSeconds,
+                       List<String> argv, ConsoleLog log) throws InterruptedException {
         Path mpirun = Executables.onPath("mpirun").orElseThrow(() -> CliFailure.of(1,
                 "mpirun not found on PATH (" + System.getenv("PATH") + "); install Open MPI or put its bin directory on PATH"));
         List<EnvEntry> entries = new ArrayList<>(MpiLaunch.discover(mpirun));
@@ -296,6 +296,8 @@ public final class Launcher {
                 Runtime.getRuntime().addShutdownHook(new Thread(proc::destroyForcibly, "jdist-mpirun-stop"));
             }
             boolean abortOverdue = false;
+            boolean timedOut = false;
+            long deadline = timeoutSeconds == null ? Long.MAX_VALUE : System.nanoTime() + (long) (timeoutSeconds * 1e9);
             while (!proc.waitFor(200, TimeUnit.MILLISECONDS)) {
                 synchronized (signal) {
                     if (signal[0] != 0) {
@@ -306,6 +308,19 @@ public final class Launcher {
                     abortOverdue = true;
                     break;
                 }
+                if (System.nanoTime() - deadline >= 0) {
+                    timedOut = true;
+                    break;
+                }
+            }
+            if (timedOut) {
+                // also what bounds an mpirun that never starts its job (Open MPI's start-up hangs over ssh)
+                log.error("job ran longer than --timeout " + o.timeout.trim() + " s; ending mpirun");
+                endMpirun(proc);
+                stderr.join(1_000);
+                records.afterJob(false, inputs.hosts().stream().filter(h -> !h.isLocal()).toList(), inputs.hosts().size(),
+                        Map.of(), Executables.ssh(), log);
+                return JobSupervisor.TIMEOUT_STATUS;
             }
             if (abortOverdue) {
                 // mpirun waits for a daemon it cannot reach: end it, and say what may be left on that host
@@ -314,11 +329,7 @@ public final class Launcher {
                         + "Ending mpirun. A rank on that host ends itself within " + MpiBackend.ABORT_BOUND_MILLIS / 1000
                         + " s of its own MPI_Abort; Open MPI's daemon there ends when it finds its mpirun gone, once the "
                         + "host is reachable again (hosts of the job: " + String.join(", ", inputs.hosts().stream().map(HostEntry::ssh).distinct().toList()) + ")");
-                proc.destroy();
-                if (!proc.waitFor(RankProcess.GRACE_MILLIS, TimeUnit.MILLISECONDS)) {
-                    proc.destroyForcibly();
-                    proc.waitFor(RankProcess.GRACE_MILLIS, TimeUnit.MILLISECONDS);
-                }
+                endMpirun(proc);
             }
             int sig;
             synchronized (signal) {
@@ -344,6 +355,15 @@ public final class Launcher {
             } catch (IOException ignored) {
                 // best effort
             }
+        }
+    }
+
+    /** SIGTERM to {@code mpirun} (it ends its job), SIGKILL after {@link RankProcess#GRACE_MILLIS}. */
+    private static void endMpirun(Process proc) throws InterruptedException {
+        proc.destroy();
+        if (!proc.waitFor(RankProcess.GRACE_MILLIS, TimeUnit.MILLISECONDS)) {
+            proc.destroyForcibly();
+            proc.waitFor(RankProcess.GRACE_MILLIS, TimeUnit.MILLISECONDS);
         }
     }
 

@@ -40,4 +40,27 @@ class MpiLaunchIT {
         assertThat(r.stdout()).contains("0 array([2, 2, 2, ..., 2, 2, 2], dtype=float32)")
                 .contains("1 array([2, 2, 2, ..., 2, 2, 2], dtype=float32)");
     }
+
+    /** {@code --timeout} bounds an mpi job as it does the others: mpirun and its ranks are ended, exit 124. */
+    @Test
+    void timeoutEndsMpirunAndItsRanks(@TempDir Path bin) throws Exception {
+        Requirements.require(Requirements.file("/usr/bin/mpirun.openmpi"));
+        Files.createSymbolicLink(bin.resolve("mpirun"), Path.of("/usr/bin/mpirun.openmpi"));
+        String mark = "1187.5";   // the ranks: `sleep 1187.5`, told apart from any other process by it
+        long start = System.nanoTime();
+        CommandResult r = JdistCli.run(Duration.ofSeconds(120), JdistCli.repoRoot(),
+                Map.of("PATH", bin + ":" + System.getenv().getOrDefault("PATH", "/usr/bin:/bin")), null,
+                "launch", "--backend", "mpi", "-n", "2", "--timeout", "3", "--mpi-arg", "--allow-run-as-root --oversubscribe",
+                "--", "sleep", mark);
+        double took = (System.nanoTime() - start) / 1e9;
+        assertThat(r.timedOut()).as("launch did not end: %s", r).isFalse();
+        assertThat(r.exitCode()).as("%s", r).isEqualTo(JobSupervisor.TIMEOUT_STATUS);
+        assertThat(r.stderr()).as("%s", r).contains("job ran longer than --timeout 3 s; ending mpirun");
+        assertThat(took).as("ended at the timeout plus mpirun's grace, not at the ranks' end").isLessThan(60);
+        boolean gone = JdistCli.await(Duration.ofSeconds(15), () -> ProcessHandle.allProcesses()
+                .noneMatch(ph -> ph.info().arguments().map(a -> a.length == 1 && a[0].equals(mark)).orElse(false)));
+        ProcessHandle.allProcesses().filter(ph -> ph.info().arguments().map(a -> a.length == 1 && a[0].equals(mark)).orElse(false))
+                .forEach(ProcessHandle::destroyForcibly);   // a failed check leaves nothing
+        assertThat(gone).as("mpirun's ranks were left running").isTrue();
+    }
 }
