@@ -12,7 +12,7 @@ import java.nio.charset.StandardCharsets;
  * Passes {@code mpirun}'s stderr through unchanged and notes when a rank announced {@code MPI_Abort}
  * ({@link MpiBackend#ABORT_NOTICE}). {@code mpirun} waits for every host's daemon before it ends, so a host cut off by
  * the network keeps an aborted job's {@code mpirun} running for as long as the cut lasts; the launcher uses the time
- * of the notice to bound that wait (docs/reliability.md, "A partitioned MPI job").
+ * of the notice to bound that wait (docs/reliability.md, "A host cut off from an MPI job").
  */
 final class MpiAbortWatch implements Runnable {
     /** How long {@code mpirun} may take to end after a rank's abort notice: the ranks' own bound and a margin. */
