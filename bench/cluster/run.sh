@@ -390,7 +390,8 @@ bench_n() { # n
               phase_start; rc=0
               # --bind-to none and mpi_yield_when_idle: ranks that busy-poll on 2 shared cores starve each other otherwise;
               # btl tcp,self: never shared memory (the namespaces share /dev/shm); tree spawn off: only the launcher has
-              # the ssh config; orte_startup_timeout: a daemon that never reports back fails the run instead of hanging it
+              # the ssh config; orte_startup_timeout: a daemon that fails to start fails the run (one that starts and
+              # never reports back is not covered: the retry below is for that, benchmarks.md "Simulated cluster")
               bounded "$LIMIT" "$MPIRUN" --allow-run-as-root --hostfile "$d/mpi-hosts" -np $((n * RPH)) --map-by slot --bind-to none \
                 --mca plm_rsh_agent ssh --mca plm_rsh_no_tree_spawn 1 --mca orte_startup_timeout 60 --mca btl tcp,self \
                 --mca btl_tcp_if_include "$CLUSTER_SUBNET" --mca oob_tcp_if_include "$CLUSTER_SUBNET" \

@@ -46,10 +46,12 @@ import java.util.stream.Stream;
  * more interface on a separate bridge, for tests of hosts with two networks.
  *
  * <p>Sessions started by each sshd get {@code PATH=<stubDir(i)>:...}, {@code JDIST_TEST_HOST=<alias>},
- * {@code JDIST_HOST_ID=<alias>} (the namespaces share one kernel, so its boot id would make them one host to jdist) and
- * {@code HOME=<homeDir(i)>} (so the machine's own dotfiles do not run), so
+ * {@code JDIST_HOST_ID=<alias>} (the namespaces share one kernel, so its boot id would make them one host to jdist),
+ * {@code HOME=<homeDir(i)>} (so the machine's own dotfiles do not run) and {@code TMPDIR=<homeDir(i)>/tmp} (a
+ * temporary directory per host, as separate machines have: tools that key their files by host name, such as Open
+ * MPI's daemons, would otherwise share and race on one directory), so
  * {@link #putStub} can shadow system commands (system_profiler, ifconfig, ...) per host. The filesystem is
- * shared with the test (same java, same jars, same temp directories).
+ * shared with the test (same java, same jars; {@code /tmp} itself too, for programs that do not read TMPDIR).
  *
  * <p>{@link #close()} kills every process in the namespaces (by pid), deletes the namespaces, the bridge
  * and the temp directory; it also runs from a shutdown hook, and a new cluster first removes leftovers of
@@ -320,6 +322,7 @@ public final class NetnsCluster implements AutoCloseable {
             for (int i = 0; i < hosts; i++) {
                 Path hostDir = dir.resolve("host" + i);
                 Files.createDirectories(hostDir.resolve("bin"));
+                Files.createDirectories(hostDir.resolve("tmp"));
                 Path hostKey = hostDir.resolve("ssh_host_ed25519_key");
                 run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", hostName(i), "-f", hostKey.toString());
                 String pub = Files.readString(hostDir.resolve("ssh_host_ed25519_key.pub")).trim();
@@ -417,8 +420,12 @@ public final class NetnsCluster implements AutoCloseable {
                 "MaxSessions 200",
                 "LogLevel INFO",
                 // HOME points at the host's own folder so sessions do not run the machine user's shell start-up
-                // files (a ~/.bashrc that, say, waits on a pyenv lock would stall every ssh call of every test)
-                "SetEnv PATH=" + path + " JDIST_TEST_HOST=" + hostName(i) + " JDIST_HOST_ID=" + hostName(i) + " HOME=" + hostDir,
+                // files (a ~/.bashrc that, say, waits on a pyenv lock would stall every ssh call of every test).
+                // TMPDIR gives each host a temporary directory of its own, as separate machines have: the hosts share
+                // this machine's /tmp and host name, so Open MPI's daemons of consecutive jobs would otherwise share
+                // one session directory (/tmp/ompi.HOST.UID) and race on creating and removing it
+                "SetEnv PATH=" + path + " JDIST_TEST_HOST=" + hostName(i) + " JDIST_HOST_ID=" + hostName(i) + " HOME=" + hostDir
+                        + " TMPDIR=" + hostDir.resolve("tmp"),
                 "");
         Files.writeString(hostDir.resolve("sshd_config"), cfg);
     }
