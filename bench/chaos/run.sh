@@ -236,8 +236,8 @@ start_mpi_across_hosts() {
       MPI_BIN=$WORK/mpi-bin; mkdir -p "$MPI_BIN"
       ln -sf "$MPIRUN" "$MPI_BIN/mpirun"; ln -sf "$(dirname "$MPIRUN")/orted" "$MPI_BIN/orted"
     fi
-    # ssh from mpirun only (the hosts have no ssh config); TCP on the cluster's network; a daemon that never reports
-    # back fails the start instead of hanging it
+    # ssh from mpirun only (the hosts have no ssh config); TCP on the cluster's network; orte_startup_timeout: a
+    # daemon that fails to start fails the job (one that starts and never reports back is not covered: mpi-starts.sh)
     local net="--allow-run-as-root --bind-to none --mca plm_rsh_agent ssh --mca plm_rsh_no_tree_spawn 1"
     net+=" --mca orte_startup_timeout 60 --mca btl tcp,self --mca btl_tcp_if_include $CLUSTER_SUBNET"
     net+=" --mca oob_tcp_if_include $CLUSTER_SUBNET"
