@@ -59,10 +59,19 @@ WORK=$(mktemp -d /tmp/jdist-mpi-starts.XXXXXX)
 exec > >(tee -a "$OUT/run.log") 2>&1
 echo "# jdist mpi-starts: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n) ($(nproc) cores), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# bench/chaos/mpi-starts.sh $ARGS"
-echo "# $("$MPIRUN" --version 2>&1 | head -1); daemons' TMPDIR: $([ "$SHARED" = 1 ] && echo "/tmp, shared by every host" || echo "each host's own")"
+echo "# $("$MPIRUN" --version 2>&1 | head -1)"
 
 netns_cluster_start 4 "$WORK" "$OUT/cluster.log" || die "the namespace cluster did not start"
 log "namespace cluster: ${CLUSTER_ADDRESSES[*]}"
+# what the daemons' TMPDIR is, asked of the hosts (a checkout whose fixture gives them none shares /tmp as well)
+host_tmps=$(for h in "${CLUSTER_ALIASES[@]:0:4}"; do
+  PATH="$CLUSTER_SSH_BIN:$PATH" timeout 30 ssh "$h" 'echo "${TMPDIR:-/tmp}"' </dev/null || echo "?"
+done | sort -u | tr '\n' ' ')
+if [ "$SHARED" = 1 ]; then LAYOUT="shared /tmp (--shared-tmp)"
+elif [ "$(wc -w <<<"$host_tmps")" = 4 ]; then LAYOUT="a TMPDIR per host"
+else LAYOUT="shared by the hosts ($host_tmps)"
+fi
+log "daemons' TMPDIR: $LAYOUT; the hosts' own: $host_tmps"
 MPI_BIN=$WORK/mpi-bin; mkdir -p "$MPI_BIN"   # `mpirun` for the launcher: Open MPI's, whatever the alternatives say
 ln -sf "$MPIRUN" "$MPI_BIN/mpirun"; ln -sf "$ORTED" "$MPI_BIN/orted"
 net="--allow-run-as-root --bind-to none --mca plm_rsh_agent ssh --mca plm_rsh_no_tree_spawn 1 --mca orte_startup_timeout 60"
@@ -113,5 +122,5 @@ for ((a = 1; a <= ATTEMPTS; a++)); do
   rm -rf "$d"
   sleep 1
 done
-log "hung: $hung of $ran starts ($([ "$SHARED" = 1 ] && echo "shared /tmp" || echo "a TMPDIR per host"))"
+log "hung: $hung of $ran starts (daemons' TMPDIR: $LAYOUT)"
 rm -rf "$WORK"
