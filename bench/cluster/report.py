@@ -39,6 +39,15 @@ def fmt_size(b):
     return f"{b} B"
 
 
+def retransmitted(phase):
+    """'R of S segments (P %)' for a phase row; '–' for results folders from before the harness counted them."""
+    try:
+        sent, again = int(phase["tcp_out_segs"]), int(phase["tcp_retrans_segs"])
+    except (KeyError, TypeError, ValueError):
+        return "–"
+    return f"{again} of {sent} ({100 * again / sent:.2f} %)" if sent else "none sent"
+
+
 def phases(out):
     path = os.path.join(out, "phases.csv")
     if not os.path.exists(path):
@@ -284,10 +293,12 @@ def report(out):
         md += ["**Rows with wrong results:** " + ", ".join(f"{r['impl']} {r['op']} n={r['n']} {r['bytes']} B" for r in wrong), ""]
     ph = phases(out)
     if ph:
-        md += ["## Phases (wall time, whole-machine CPU busy, load average before → after, exit status)", "",
-               "| hosts | phase | seconds | CPU busy | load | exit |", "|---:|---|---:|---:|---|---:|"]
-        md += [f"| {p['n']} | {p['phase']} | {p['seconds']} | {p['cpu_busy_pct']} % | {p['load1_before']} → {p['load1_after']} | {p['exit']} |"
-               for p in ph]
+        md += ["## Phases (wall time, whole-machine CPU busy, load average before → after, exit status, TCP segments "
+               "the hosts retransmitted, packets the links' tbf queues dropped on the sending / receiving side)", "",
+               "| hosts | phase | seconds | CPU busy | load | exit | TCP retransmitted | tbf drops: sending / receiving |",
+               "|---:|---|---:|---:|---|---:|---|---|"]
+        md += [f"| {p['n']} | {p['phase']} | {p['seconds']} | {p['cpu_busy_pct']} % | {p['load1_before']} → {p['load1_after']} | {p['exit']} "
+               f"| {retransmitted(p)} | {p.get('tbf_drops_sending') or '–'} / {p.get('tbf_drops_receiving') or '–'} |" for p in ph]
         md += ["", f"Total measured: {sum(float(p['seconds']) for p in ph) / 60:.1f} min."]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")

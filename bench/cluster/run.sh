@@ -32,6 +32,9 @@ usage: bench/cluster/run.sh [options]
   --calibrate-only     only the calibration
   --out DIR            results folder (default bench-results/cluster-<UTC date-time>)
   --burst BYTES        tbf bucket size (default 75000: one 64 KiB GSO packet with its per-segment headers, plus room)
+  --send-queue-ms MS   how long a packet may wait in the tbf of a host's sending side (default 10, as the receiving
+                       side's always): a real host's NIC makes TCP wait in the socket instead of dropping, which a
+                       short queue here does not (benchmarks.md "16 MiB at 16 hosts: the sending side's queue")
   --gso BYTES          gso_max_size of every veth end (default 65536, the kernel's default)
   --delay-ms D         D ms of extra delay each way on every link between hosts: each host's own outgoing TCP
                        connections go through bench/lib/delay-relay.py (iptables REDIRECT; this kernel has no
@@ -47,7 +50,7 @@ EOF
 
 ARGS=("$@")   # for the report: the options as given
 HOSTS_LIST=4,8,16 RATE=1gbit CAL_RATES=none,2gbit,1gbit,500mbit,200mbit IMPLS=jdist,mpi,gloo OPS=all_sum,all_gather
-MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 GSO=65536 RPH=1 DELAY_MS=0 LATENCY_ONLY=0 BW_CALLS= LAT_CALLS=
+MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 SEND_QUEUE_MS=10 GSO=65536 RPH=1 DELAY_MS=0 LATENCY_ONLY=0 BW_CALLS= LAT_CALLS=
 JDIST_ENV=()
 HOSTS_SET=0 CAL_SET=0 MAX_SET=0
 while [ $# -gt 0 ]; do
@@ -64,6 +67,7 @@ while [ $# -gt 0 ]; do
     --calibrate-only) BENCH=0 ;;
     --out) OUT=$2; shift ;;
     --burst) BURST=$2; shift ;;
+    --send-queue-ms) SEND_QUEUE_MS=$2; shift ;;
     --gso) GSO=$2; shift ;;
     --delay-ms) DELAY_MS=$2; shift ;;
     --latency-only) LATENCY_ONLY=1 ;;
@@ -129,6 +133,7 @@ for i in "${IMPL[@]}"; do [[ $i =~ ^(jdist|ring|mpi|gloo)$ ]] || die "--impls: u
 [[ $RPH =~ ^[1-9][0-9]*$ ]] && [ "$RPH" -le 16 ] || die "--ranks-per-host: a number 1..16, got '$RPH'"
 for o in "${OP[@]}"; do [[ $o =~ ^(all_sum|all_gather)$ ]] || die "--ops: unknown '$o' (all_sum, all_gather)"; done
 [[ $BURST =~ ^[0-9]+$ && $GSO =~ ^[0-9]+$ ]] || die "--burst and --gso take a number of bytes"
+[[ $SEND_QUEUE_MS =~ ^[1-9][0-9]*$ ]] || die "--send-queue-ms takes a whole number of milliseconds, 1 or more, not '$SEND_QUEUE_MS'"
 for calls in "--bandwidth-calls:$BW_CALLS" "--latency-calls:$LAT_CALLS"; do
   opt=${calls%%:*} v=${calls#*:}
   [ -z "$v" ] || [[ $v =~ ^[0-9]+:[1-9][0-9]*$ ]] \
@@ -209,17 +214,43 @@ bounded() { # seconds, command...
 }
 
 cpu_ticks() { awk '/^cpu / {print $2+$3+$4+$5+$6+$7+$8+$9, $5+$6}' /proc/stat; }
-# phase bookkeeping: wall time, whole-machine CPU busy %, load average, exit status
-PHASE_T0=0 PHASE_CPU0=""
-phase_start() { PHASE_T0=$(date +%s.%N); PHASE_CPU0=$(cpu_ticks); PHASE_LOAD0=$(cut -d' ' -f1 /proc/loadavg); }
+# TCP segments sent and retransmitted, summed over the cluster's hosts (each namespace counts its own): packets that
+# the links' tbf queues dropped show here as retransmissions, where the medians only show a slower call
+tcp_counts() {
+  local ns
+  for ns in "${CLUSTER_NAMESPACES[@]}"; do ip netns exec "$ns" cat /proc/net/snmp 2>/dev/null; done |
+    awk '/^Tcp: [A-Za-z]/ {for (i = 2; i <= NF; i++) col[$i] = i; next}
+         /^Tcp: / {o += $col["OutSegs"]; r += $col["RetransSegs"]} END {print o + 0, r + 0}'
+}
+# packets the links' tbf qdiscs dropped, summed over the hosts: on the sending side (eth0 in each namespace) and on the
+# receiving side (the bridge-side veth ends); which side drops tells a sender's burst from several senders meeting
+qdisc_dropped() { tc "$@" 2>/dev/null | awk '/dropped/ {gsub("[(),]", ""); for (k = 1; k < NF; k++) if ($k == "dropped") s += $(k+1)} END {print s + 0}'; }
+tbf_drops() {
+  local i sent=0 received=0
+  for ((i = 0; i < ${#CLUSTER_NAMESPACES[@]}; i++)); do
+    sent=$((sent + $(qdisc_dropped -n "${CLUSTER_NAMESPACES[$i]}" -s qdisc show dev eth0)))
+    received=$((received + $(qdisc_dropped -s qdisc show dev "${CLUSTER_BRIDGE_PORTS[$i]}")))
+  done
+  echo "$sent $received"
+}
+pair_delta() { awk -v a="$1" -v b="$2" 'BEGIN {split(a, x, " "); split(b, y, " "); print y[1]-x[1] "," y[2]-x[2]}'; }   # "x y", "x' y'" -> x'-x,y'-y
+# phase bookkeeping: wall time, whole-machine CPU busy %, load average, exit status, TCP segments and retransmissions,
+# tbf drops
+PHASE_T0=0 PHASE_CPU0="" PHASE_TCP0="" PHASE_DROPS0=""
+phase_start() {
+  PHASE_T0=$(date +%s.%N); PHASE_CPU0=$(cpu_ticks); PHASE_LOAD0=$(cut -d' ' -f1 /proc/loadavg)
+  PHASE_TCP0=$(tcp_counts); PHASE_DROPS0=$(tbf_drops)
+}
 phase_end() { # n, name, rc
-  local t1 c1 busy
+  local t1 c1 busy tcp drops
   t1=$(date +%s.%N); c1=$(cpu_ticks)
   busy=$(awk -v a="$PHASE_CPU0" -v b="$c1" 'BEGIN {split(a, x, " "); split(b, y, " "); t = y[1]-x[1]; i = y[2]-x[2]; printf "%.0f", (t > 0 ? 100*(t-i)/t : 0)}')
-  printf '%s,%s,%.1f,%s,%s,%s,%s\n' "$1" "$2" "$(awk -v a="$PHASE_T0" -v b="$t1" 'BEGIN {print b - a}')" "$busy" "$PHASE_LOAD0" \
-    "$(cut -d' ' -f1 /proc/loadavg)" "$3" >>"$OUT/phases.csv"
+  tcp=$(pair_delta "$PHASE_TCP0" "$(tcp_counts)")
+  drops=$(pair_delta "$PHASE_DROPS0" "$(tbf_drops)")
+  printf '%s,%s,%.1f,%s,%s,%s,%s,%s,%s\n' "$1" "$2" "$(awk -v a="$PHASE_T0" -v b="$t1" 'BEGIN {print b - a}')" "$busy" "$PHASE_LOAD0" \
+    "$(cut -d' ' -f1 /proc/loadavg)" "$3" "$tcp" "$drops" >>"$OUT/phases.csv"
 }
-echo "n,phase,seconds,cpu_busy_pct,load1_before,load1_after,exit" >"$OUT/phases.csv"
+echo "n,phase,seconds,cpu_busy_pct,load1_before,load1_after,exit,tcp_out_segs,tcp_retrans_segs,tbf_drops_sending,tbf_drops_receiving" >"$OUT/phases.csv"
 
 # ---------------------------------------------------------------- build
 log "building jdist and the cluster fixture"
@@ -248,7 +279,7 @@ shape_all() { # rate | none
       in_ns "$i" tc qdisc del dev eth0 root 2>/dev/null || true
     else
       tc qdisc replace dev "${CLUSTER_BRIDGE_PORTS[$i]}" root tbf rate "$1" burst "$BURST" latency 10ms
-      in_ns "$i" tc qdisc replace dev eth0 root tbf rate "$1" burst "$BURST" latency 10ms
+      in_ns "$i" tc qdisc replace dev eth0 root tbf rate "$1" burst "$BURST" latency "${SEND_QUEUE_MS}ms"
     fi
   done
 }
@@ -268,7 +299,7 @@ unshape_all() {
   echo "Open MPI: $("$MPIRUN" --version 2>&1 | head -1)"
   [[ ,$IMPLS, == *,gloo,* ]] && echo "PyTorch (gloo): $("$PY" -c 'import torch, torch.distributed as d; print(torch.__version__, "gloo available:", d.is_gloo_available())' 2>&1 | tail -1)"
   echo "iperf3: $(iperf3 --version | head -1)"
-  echo "link: tc tbf burst $BURST latency 10ms on both ends of every host's veth, rate --rate $RATE; gso_max_size $GSO; MTU 1500; $([ "$DELAY_MS" = 0 ] && echo "no added delay" || echo "added delay $DELAY_MS ms each way on every connection between hosts (bench/lib/delay-relay.py)")"
+  echo "link: tc tbf burst $BURST on both ends of every host's veth, latency ${SEND_QUEUE_MS}ms sending and 10ms receiving, rate --rate $RATE; gso_max_size $GSO; MTU 1500; $([ "$DELAY_MS" = 0 ] && echo "no added delay" || echo "added delay $DELAY_MS ms each way on every connection between hosts (bench/lib/delay-relay.py)")"
   echo "hosts: ${HOSTS[*]}; ranks per host: $RPH; impls: ${IMPL[*]}; ops: ${OP[*]}; sweeps (MIN:MAX:FACTOR:WARMUP:ITERS): ${SWEEPS[*]}"
   echo "command: bench/cluster/run.sh ${ARGS[*]}"
 } >"$OUT/meta.txt"
