@@ -52,6 +52,7 @@ ARGS=("$@")   # for the report: the options as given
 HOSTS_LIST=4,8,16 RATE=1gbit CAL_RATES=none,2gbit,1gbit,500mbit,200mbit IMPLS=jdist,mpi,gloo OPS=all_sum,all_gather
 MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 SEND_QUEUE_MS=10 GSO=65536 RPH=1 DELAY_MS=0 LATENCY_ONLY=0 BW_CALLS= LAT_CALLS=
 JDIST_ENV=()
+RECEIVE_QUEUE_MS=10   # the receiving side's tbf queue, fixed: the switch port in front of a host
 HOSTS_SET=0 CAL_SET=0 MAX_SET=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -278,7 +279,7 @@ shape_all() { # rate | none
       tc qdisc del dev "${CLUSTER_BRIDGE_PORTS[$i]}" root 2>/dev/null || true
       in_ns "$i" tc qdisc del dev eth0 root 2>/dev/null || true
     else
-      tc qdisc replace dev "${CLUSTER_BRIDGE_PORTS[$i]}" root tbf rate "$1" burst "$BURST" latency 10ms
+      tc qdisc replace dev "${CLUSTER_BRIDGE_PORTS[$i]}" root tbf rate "$1" burst "$BURST" latency "${RECEIVE_QUEUE_MS}ms"
       in_ns "$i" tc qdisc replace dev eth0 root tbf rate "$1" burst "$BURST" latency "${SEND_QUEUE_MS}ms"
     fi
   done
@@ -299,7 +300,7 @@ unshape_all() {
   echo "Open MPI: $("$MPIRUN" --version 2>&1 | head -1)"
   [[ ,$IMPLS, == *,gloo,* ]] && echo "PyTorch (gloo): $("$PY" -c 'import torch, torch.distributed as d; print(torch.__version__, "gloo available:", d.is_gloo_available())' 2>&1 | tail -1)"
   echo "iperf3: $(iperf3 --version | head -1)"
-  echo "link: tc tbf burst $BURST on both ends of every host's veth, latency ${SEND_QUEUE_MS}ms sending and 10ms receiving, rate --rate $RATE; gso_max_size $GSO; MTU 1500; $([ "$DELAY_MS" = 0 ] && echo "no added delay" || echo "added delay $DELAY_MS ms each way on every connection between hosts (bench/lib/delay-relay.py)")"
+  echo "link: tc tbf burst $BURST on both ends of every host's veth, latency ${SEND_QUEUE_MS}ms sending and ${RECEIVE_QUEUE_MS}ms receiving, rate --rate $RATE; gso_max_size $GSO; MTU 1500; $([ "$DELAY_MS" = 0 ] && echo "no added delay" || echo "added delay $DELAY_MS ms each way on every connection between hosts (bench/lib/delay-relay.py)")"
   echo "hosts: ${HOSTS[*]}; ranks per host: $RPH; impls: ${IMPL[*]}; ops: ${OP[*]}; sweeps (MIN:MAX:FACTOR:WARMUP:ITERS): ${SWEEPS[*]}"
   echo "command: bench/cluster/run.sh ${ARGS[*]}"
 } >"$OUT/meta.txt"
