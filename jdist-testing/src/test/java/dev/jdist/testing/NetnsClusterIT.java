@@ -37,6 +37,13 @@ class NetnsClusterIT {
             assertThat(stub.stdout().trim()).isEqualTo("stub-on-node1 SPThunderboltDataType");
             CommandResult home = cluster.ssh(2, T, "echo $HOME");
             assertThat(home.stdout().trim()).isEqualTo(cluster.homeDir(2).toString());
+            // each host has a temporary folder of its own, as separate machines do (Open MPI's daemons keep their
+            // session files there; a shared /tmp made them share one folder, reliability.md)
+            for (int i = 0; i < 3; i++) {
+                CommandResult tmp = cluster.ssh(i, T, "echo \"$TMPDIR\"; test -d \"$TMPDIR\" && test -w \"$TMPDIR\" && echo writable");
+                assertThat(tmp.stdout().lines().toList()).as(tmp.toString())
+                        .containsExactly(cluster.homeDir(i).resolve("tmp").toString(), "writable");
+            }
             CommandResult noStub = cluster.ssh(0, T, "command -v system_profiler || echo none");
             assertThat(noStub.stdout().trim()).isEqualTo("none");
 
