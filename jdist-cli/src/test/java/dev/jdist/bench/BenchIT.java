@@ -101,10 +101,10 @@ class BenchIT {
                 "--tune", rules.toString(), "--sizes", "4B:64KiB", "-f", "16", "--jit-warmup", "0", "-w", "1", "-i", "3", "--json");
         assertThat(tune.exitCode()).as(tune.toString()).isZero();
         List<BenchResult> rows = JSON.readValue(tune.stdout(), new TypeReference<>() {});
-        // 5 sizes: all_sum by ring, rd, rhd; all_gather by ring, rd, bruck; sum_scatter by ring, rh
-        assertThat(rows).hasSize(5 * (3 + 3 + 2));
+        // 5 sizes: all_sum by ring, ring1, rd, rhd; all_gather by ring, ring1, rd, bruck; sum_scatter by ring, ring1, rh
+        assertThat(rows).hasSize(5 * (4 + 4 + 3));
         assertThat(rows).allSatisfy(row -> assertThat(row.wrong()).as("#wrong of %s", row).isZero());
-        assertThat(rows).extracting(BenchResult::algorithm).containsOnly("ring", "rd", "rhd", "bruck", "rh");
+        assertThat(rows).extracting(BenchResult::algorithm).containsOnly("ring", "ring1", "rd", "rhd", "bruck", "rh");
         assertThat(rows).extracting(BenchResult::hosts).containsOnly(1);
         assertThat(tune.stderr()).contains("JDIST_ALGO_RULES=" + rules.toAbsolutePath());
         dev.jdist.algo.AlgorithmRules written = dev.jdist.algo.AlgorithmRules.read(rules);

@@ -10,6 +10,11 @@ import java.util.Set;
 public enum Algorithm {
     /** The ring: MLX's schedules (§3.6, §3.7) and jdist's ring sum_scatter (§9), on the ring's own connections. */
     RING("ring", "the ring", EnumSet.allOf(CollectiveKind.class)),
+    /**
+     * The ring in one direction (§10.12): the same schedules with every part flowing r → r-1, one part per connection,
+     * so a host's one link carries one flow each way instead of two that compete.
+     */
+    RING1("ring1", "the ring, one direction", EnumSet.allOf(CollectiveKind.class)),
     /** Recursive doubling (§10.5): fewest rounds, the whole vector in each. */
     RD("rd", "recursive doubling", EnumSet.of(CollectiveKind.ALL_REDUCE, CollectiveKind.ALL_GATHER)),
     /** Recursive halving, then doubling: Rabenseifner's all-reduce (§10.6). */
@@ -40,6 +45,9 @@ public enum Algorithm {
     public String text() { return text; }
 
     public String description() { return description; }
+
+    /** Whether this runs on the ring's own connections ({@link #RING}, {@link #RING1}), not over the mesh. */
+    public boolean onRing() { return this == RING || this == RING1; }
 
     /** Whether this is one of the hierarchical algorithms (§10.11), which need to know which members share a host. */
     public boolean hierarchical() { return this == HIER || this == HIER_LEADER; }

@@ -123,16 +123,31 @@ public final class RingGroup implements GroupImpl {
     private static final class LastSchedule {
         long a = -1;
         long b = -1;
+        int directions = RingSchedule.BOTH_DIRECTIONS;
         List<RingSchedule.Stream> streams;
 
-        boolean matches(long a, long b) { return streams != null && this.a == a && this.b == b; }
+        boolean matches(long a, long b) { return matches(a, b, RingSchedule.BOTH_DIRECTIONS); }
+
+        boolean matches(long a, long b, int directions) {
+            return streams != null && this.a == a && this.b == b && this.directions == directions;
+        }
 
         List<RingSchedule.Stream> remember(long a, long b, List<RingSchedule.Stream> streams) {
+            return remember(a, b, RingSchedule.BOTH_DIRECTIONS, streams);
+        }
+
+        List<RingSchedule.Stream> remember(long a, long b, int directions, List<RingSchedule.Stream> streams) {
             this.a = a;
             this.b = b;
+            this.directions = directions;
             this.streams = streams;
             return streams;
         }
+    }
+
+    /** How many directions the ring algorithm {@code a} uses (MLX's two for {@link Algorithm#RING}). */
+    private static int directions(Algorithm a) {
+        return a == Algorithm.RING1 ? RingSchedule.ONE_DIRECTION : RingSchedule.BOTH_DIRECTIONS;
     }
 
     private RingGroup(RingSettings settings, RingTransport transport) {
@@ -228,14 +243,15 @@ public final class RingGroup implements GroupImpl {
         long e = in.size();
         MeshState m = mesh;
         Algorithm algorithm = m == null ? Algorithm.RING : m.policy.choose(CollectiveKind.ALL_REDUCE, in.nbytes(), m.topology);
-        if (algorithm != Algorithm.RING) {
+        if (!algorithm.onRing()) {
             copy(in.segment(), out.segment());
             MeshSchedule schedule = m.lastAllReduce.get(algorithm, e, s, () -> MeshAlgorithms.allReduce(algorithm, m.layout, rank, e, s));
             runMesh(m, name + " (" + algorithm.description() + ")", schedule, out.segment(), op, dtype);
             return;
         }
-        List<RingSchedule.Stream> streams = lastAllReduce.matches(e, s) ? lastAllReduce.streams
-                : lastAllReduce.remember(e, s, RingSchedule.allReduce(rank, size, k, e, s));
+        int directions = directions(algorithm);
+        List<RingSchedule.Stream> streams = lastAllReduce.matches(e, s, directions) ? lastAllReduce.streams
+                : lastAllReduce.remember(e, s, directions, RingSchedule.allReduce(rank, size, k, directions, e, s));
         if (RingSchedule.isSmallPath(e, size)) {
             MemorySegment w = small.asSlice(0, (long) size * s);
             w.fill((byte) 0);
@@ -259,13 +275,14 @@ public final class RingGroup implements GroupImpl {
         MemorySegment.copy(in.segment(), 0, out.segment(), rank * bytes, bytes);
         MeshState m = mesh;
         Algorithm algorithm = m == null ? Algorithm.RING : m.policy.choose(CollectiveKind.ALL_GATHER, out.nbytes(), m.topology);
-        if (algorithm != Algorithm.RING) {
+        if (!algorithm.onRing()) {
             MeshSchedule schedule = m.lastAllGather.get(algorithm, bytes, 0, () -> MeshAlgorithms.allGather(algorithm, m.layout, rank, bytes));
             runMesh(m, "all_gather (" + algorithm.description() + ")", schedule, out.segment(), null, null);
             return;
         }
-        List<RingSchedule.Stream> streams = lastAllGather.matches(bytes, 0) ? lastAllGather.streams
-                : lastAllGather.remember(bytes, 0, RingSchedule.allGather(rank, size, k, bytes));
+        int directions = directions(algorithm);
+        List<RingSchedule.Stream> streams = lastAllGather.matches(bytes, 0, directions) ? lastAllGather.streams
+                : lastAllGather.remember(bytes, 0, directions, RingSchedule.allGather(rank, size, k, directions, bytes));
         runRing(Transfer.of("all_gather", streams, out.segment()));
     }
 
@@ -285,7 +302,7 @@ public final class RingGroup implements GroupImpl {
         long pieceElements = Math.max(1, sumScatterWorkBytes / ((long) size * s));
         MeshState ms = mesh;
         Algorithm algorithm = ms == null ? Algorithm.RING : ms.policy.choose(CollectiveKind.SUM_SCATTER, in.nbytes(), ms.topology);
-        if (algorithm != Algorithm.RING) {
+        if (!algorithm.onRing()) {
             for (long lo = 0; lo < chunk; lo += pieceElements) {
                 long m = Math.min(pieceElements, chunk - lo);
                 long pieceBytes = m * s;
@@ -301,8 +318,9 @@ public final class RingGroup implements GroupImpl {
         for (long lo = 0; lo < chunk; lo += pieceElements) {
             long m = Math.min(pieceElements, chunk - lo);
             MemorySegment work = sumScatterWork((long) size * m * s);
-            List<RingSchedule.Stream> streams = lastSumScatter.matches(m, s) ? lastSumScatter.streams
-                    : lastSumScatter.remember(m, s, RingSchedule.sumScatter(rank, size, k, m, s));
+            int directions = directions(algorithm);
+            List<RingSchedule.Stream> streams = lastSumScatter.matches(m, s, directions) ? lastSumScatter.streams
+                    : lastSumScatter.remember(m, s, directions, RingSchedule.sumScatter(rank, size, k, directions, m, s));
             // work block c = piece [lo, lo+m) of chunk c: read from the input where the schedule first needs it
             runRing(Transfer.reduceFromBlocks("sum_scatter", streams, work, in.segment(), m * s, chunk * s, lo * s,
                     ReduceOp.SUM, dtype));

@@ -24,6 +24,10 @@ public final class RingSchedule {
     public static final int SMALL_PATH_LIMIT_BYTES = 1024;
     /** Point-to-point split granularity: at least this many bytes per socket. */
     public static final long MIN_SEND_BYTES_PER_SOCKET = 1024;
+    /** MLX's ring: parts alternate between the two directions of every connection (§3.6.1, §3.7). */
+    public static final int BOTH_DIRECTIONS = 2;
+    /** jdist's one-direction ring between jdist ranks (docs/reference/collectives.md §10.12): every part flows r → r-1. */
+    public static final int ONE_DIRECTION = 1;
 
     private RingSchedule() {}
 
@@ -61,21 +65,40 @@ public final class RingSchedule {
 
     /** §3.6.1: number of parts {@code P = max(1, min(2k, floor(N / (n*262144))))}. */
     public static int allReducePartCount(long bytes, int n, int k) {
-        return (int) Math.max(1, Math.min(2L * k, bytes / (n * MIN_PART_BYTES)));
+        return allReducePartCount(bytes, n, k, BOTH_DIRECTIONS);
+    }
+
+    /**
+     * §3.6.1 with {@code directions} (2: MLX's rule; 1: §10.12's one-direction ring) in place of the 2:
+     * {@code P = max(1, min(directions*k, floor(N / (n*262144))))}.
+     */
+    public static int allReducePartCount(long bytes, int n, int k, int directions) {
+        return (int) Math.max(1, Math.min((long) directions * k, bytes / (n * MIN_PART_BYTES)));
     }
 
     /** §3.6.1: the parts of a large-path all-reduce, offsets and lengths in elements. */
     public static List<Part> allReduceParts(long elements, int itemSize, int n, int k) {
-        int p = allReducePartCount(elements * itemSize, n, k);
+        return allReduceParts(elements, itemSize, n, k, BOTH_DIRECTIONS);
+    }
+
+    /** The parts of a large-path all-reduce over {@code directions} directions (§3.6.1; §10.12 for 1). */
+    public static List<Part> allReduceParts(long elements, int itemSize, int n, int k, int directions) {
+        int p = allReducePartCount(elements * itemSize, n, k, directions);
         long step = ceilDiv(elements, p);
         List<Part> parts = new ArrayList<>(p);
         for (int i = 0; i < p; i++) {
             long start = Math.min(elements, i * step);
             long end = Math.min(elements, (i + 1) * step);
-            parts.add(new Part(i, start, end - start, i / 2, i % 2 == 0 ? +1 : -1));
+            parts.add(new Part(i, start, end - start, partConnection(i, directions), partDirection(i, directions)));
         }
         return parts;
     }
+
+    /** Part i's connection: two parts per connection in both directions (MLX), one per connection in one. */
+    static int partConnection(int i, int directions) { return i / directions; }
+
+    /** Part i's direction: alternating +1, -1 (MLX), or always +1 (§10.12). */
+    static int partDirection(int i, int directions) { return directions == 1 || i % 2 == 0 ? +1 : -1; }
 
     /** §3.6.3: start (inclusive) of segment {@code j} of a part of {@code len} elements. */
     public static long segmentStart(long len, int n, int j) {
@@ -111,13 +134,19 @@ public final class RingSchedule {
      * @throws UnsupportedCollectiveException for the small path when {@code n * itemSize > 1024}
      */
     public static List<Stream> allReduce(int r, int n, int k, long elements, int itemSize) {
+        return allReduce(r, n, k, BOTH_DIRECTIONS, elements, itemSize);
+    }
+
+    /** As {@link #allReduce(int, int, int, long, int)} over {@code directions} directions; the small path is MLX's either way. */
+    public static List<Stream> allReduce(int r, int n, int k, int directions, long elements, int itemSize) {
         checkRing(r, n, k);
+        checkDirections(directions);
         if (isSmallPath(elements, n)) {
             checkSmallPath(elements, itemSize, n);
             return List.of(onePart(r, n, 0, n, itemSize, 0, -1));
         }
         List<Stream> streams = new ArrayList<>();
-        for (Part p : allReduceParts(elements, itemSize, n, k)) {
+        for (Part p : allReduceParts(elements, itemSize, n, k, directions)) {
             streams.add(onePart(r, n, p.offset(), p.length(), itemSize, p.connection(), p.direction()));
         }
         return streams;
@@ -161,7 +190,12 @@ public final class RingSchedule {
 
     /** §3.7: number of all_gather parts {@code G = max(1, min(2k, floor(N / 262144)))}. */
     public static int allGatherPartCount(long bytes, int k) {
-        return (int) Math.max(1, Math.min(2L * k, bytes / MIN_PART_BYTES));
+        return allGatherPartCount(bytes, k, BOTH_DIRECTIONS);
+    }
+
+    /** §3.7 with {@code directions} in place of the 2: {@code G = max(1, min(directions*k, floor(N / 262144)))}. */
+    public static int allGatherPartCount(long bytes, int k, int directions) {
+        return (int) Math.max(1, Math.min((long) directions * k, bytes / MIN_PART_BYTES));
     }
 
     /**
@@ -170,22 +204,28 @@ public final class RingSchedule {
      * input must be in block r. {@code bytes = 0} → no streams.
      */
     public static List<Stream> allGather(int r, int n, int k, long bytes) {
+        return allGather(r, n, k, BOTH_DIRECTIONS, bytes);
+    }
+
+    /** As {@link #allGather(int, int, int, long)} over {@code directions} directions. */
+    public static List<Stream> allGather(int r, int n, int k, int directions, long bytes) {
         checkRing(r, n, k);
+        checkDirections(directions);
         if (bytes == 0) return List.of();
-        int g = allGatherPartCount(bytes, k);
+        int g = allGatherPartCount(bytes, k, directions);
         long chunk = ceilDiv(bytes, g);
         List<Stream> streams = new ArrayList<>(g);
         for (int i = 0; i < g; i++) {
             long start = Math.min(bytes, i * chunk);
             long len = Math.min(bytes, (i + 1) * chunk) - start;
-            int d = i % 2 == 0 ? +1 : -1;
+            int d = partDirection(i, directions);
             List<Item> sends = new ArrayList<>(n - 1);
             List<Item> recvs = new ArrayList<>(n - 1);
             for (int t = 0; t <= n - 2; t++) {
                 sends.add(new Item(mod(r + (long) t * d, n) * bytes + start, len, false));
                 recvs.add(new Item(mod(r + (long) (t + 1) * d, n) * bytes + start, len, false));
             }
-            streams.add(new Stream(i / 2, d > 0, List.copyOf(sends), List.copyOf(recvs), true));
+            streams.add(new Stream(partConnection(i, directions), d > 0, List.copyOf(sends), List.copyOf(recvs), true));
         }
         return streams;
     }
@@ -258,16 +298,22 @@ public final class RingSchedule {
      * so rank r ends holding the full reduction of chunk r. When {@code C < P} or {@code C = 0}, P = 1.
      */
     public static List<Stream> sumScatter(int r, int n, int k, long chunkElements, int itemSize) {
+        return sumScatter(r, n, k, BOTH_DIRECTIONS, chunkElements, itemSize);
+    }
+
+    /** As {@link #sumScatter(int, int, int, long, int)} over {@code directions} directions. */
+    public static List<Stream> sumScatter(int r, int n, int k, int directions, long chunkElements, int itemSize) {
         checkRing(r, n, k);
+        checkDirections(directions);
         long c = chunkElements;
-        int p = allReducePartCount(c * n * itemSize, n, k);
+        int p = allReducePartCount(c * n * itemSize, n, k, directions);
         if (c < p || c == 0) p = 1;
         long step = ceilDiv(c, p);
         List<Stream> streams = new ArrayList<>(p);
         for (int i = 0; i < p; i++) {
             long start = Math.min(c, i * step);
             long len = Math.min(c, (i + 1) * step) - start;
-            int d = i % 2 == 0 ? +1 : -1;
+            int d = partDirection(i, directions);
             List<Item> sends = new ArrayList<>(n - 1);
             List<Item> recvs = new ArrayList<>(n - 1);
             for (int t = 0; t <= n - 2; t++) {
@@ -276,9 +322,15 @@ public final class RingSchedule {
                 sends.add(new Item((sj * c + start) * itemSize, len * itemSize, false));
                 recvs.add(new Item((rj * c + start) * itemSize, len * itemSize, true));
             }
-            streams.add(new Stream(i / 2, d > 0, List.copyOf(sends), List.copyOf(recvs), true));
+            streams.add(new Stream(partConnection(i, directions), d > 0, List.copyOf(sends), List.copyOf(recvs), true));
         }
         return streams;
+    }
+
+    private static void checkDirections(int directions) {
+        if (directions != ONE_DIRECTION && directions != BOTH_DIRECTIONS) {
+            throw new IllegalArgumentException("a ring runs in 1 or 2 directions, not " + directions);
+        }
     }
 
     private static void checkRing(int r, int n, int k) {

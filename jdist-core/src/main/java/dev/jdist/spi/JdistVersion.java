@@ -9,9 +9,11 @@ public final class JdistVersion {
     /**
      * The version of everything jdist ranks exchange beyond MLX's bytes: the rendezvous store's wire, the
      * start-up record, the ring's jdist extensions (authentication, split, sum_scatter). Raised whenever one of
-     * them changes incompatibly; ranks with different values refuse to form a group.
+     * them changes incompatibly; ranks with different values refuse to form a group. 2: between jdist ranks on
+     * several hosts the ring's large messages run in one direction (docs/reference/collectives.md §10.12), which
+     * ranks of protocol 1 would run in two.
      */
-    public static final int WIRE_PROTOCOL = 1;
+    public static final int WIRE_PROTOCOL = 2;
 
     private JdistVersion() {}
 

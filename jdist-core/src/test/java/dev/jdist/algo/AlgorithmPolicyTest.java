@@ -36,6 +36,8 @@ class AlgorithmPolicyTest {
         assertThat(AlgorithmPolicy.parseForced("rd")).isEqualTo(Map.of(ALL_REDUCE, RD, ALL_GATHER, RD));
         assertThat(AlgorithmPolicy.parseForced(" RHD ")).isEqualTo(Map.of(ALL_REDUCE, RHD));
         assertThat(AlgorithmPolicy.parseForced("ring")).isEqualTo(Map.of(ALL_REDUCE, RING, ALL_GATHER, RING, SUM_SCATTER, RING));
+        assertThat(AlgorithmPolicy.parseForced("RING1")).isEqualTo(Map.of(ALL_REDUCE, Algorithm.RING1, ALL_GATHER, Algorithm.RING1,
+                SUM_SCATTER, Algorithm.RING1));
         assertThat(AlgorithmPolicy.parseForced("all_reduce=rhd, all_gather=bruck,sum_scatter=rh"))
                 .isEqualTo(Map.of(ALL_REDUCE, RHD, ALL_GATHER, BRUCK, SUM_SCATTER, RH));
         assertThat(AlgorithmPolicy.parseForced("auto")).isEmpty();
@@ -46,8 +48,8 @@ class AlgorithmPolicyTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
             "fast|\"fast\" is not an algorithm",
-            "all_reduce=rh|\"rh\" is not an all_reduce algorithm (ring, rd, rhd, hier, hier-leader)",
-            "all_gather=rhd|\"rhd\" is not an all_gather algorithm (ring, rd, bruck, hier, hier-leader)",
+            "all_reduce=rh|\"rh\" is not an all_reduce algorithm (ring, ring1, rd, rhd, hier, hier-leader)",
+            "all_gather=rhd|\"rhd\" is not an all_gather algorithm (ring, ring1, rd, bruck, hier, hier-leader)",
             "reduce=rd|\"reduce\" is not an operation",
             "all_sum=rd|all_reduce covers all_sum, all_max and all_min",
             "all_reduce=rd,all_reduce=rhd|all_reduce is named twice",
@@ -93,11 +95,17 @@ class AlgorithmPolicyTest {
         assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 4, two)).isEqualTo(RD);
         assertThat(AlgorithmPolicy.defaults().choose(CollectiveKind.ALL_GATHER, 4, two)).isEqualTo(RD);
         assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 4, two)).isEqualTo(Algorithm.RH);
+        // large messages: MLX's two-direction ring on one host; across hosts one direction (one flow per link direction)
+        Topology twoOnOneHost = new Topology(2, 1, false);
         for (CollectiveKind k : CollectiveKind.values()) {
-            assertThat(AlgorithmPolicy.defaults().choose(k, 1 << 20, two)).isEqualTo(RING);
+            assertThat(AlgorithmPolicy.defaults().choose(k, 1 << 20, twoOnOneHost)).isEqualTo(RING);
+            assertThat(AlgorithmPolicy.defaults().choose(k, 1 << 20, new Topology(8, 1, false))).isEqualTo(RING);
+            assertThat(AlgorithmPolicy.defaults().choose(k, 1 << 20, two)).isEqualTo(Algorithm.RING1);
+            assertThat(AlgorithmPolicy.defaults().choose(k, 1L << 30, EIGHT_HOSTS)).isEqualTo(Algorithm.RING1);
         }
         assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 4, EIGHT_HOSTS)).isEqualTo(RD);
-        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 1L << 30, EIGHT_HOSTS)).isEqualTo(RING);
+        assertThat(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", "ring")).choose(ALL_REDUCE, 1L << 30, EIGHT_HOSTS))
+                .isEqualTo(RING);
     }
 
     @Test
@@ -148,6 +156,9 @@ class AlgorithmPolicyTest {
         byte[] plain = AlgorithmPolicy.fromEnvironment(Map.of()).digest();
         assertThat(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", "auto")).digest()).isEqualTo(plain);
         assertThat(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", "rd")).digest()).isNotEqualTo(plain).hasSize(8);
+        // one rank forcing MLX's two-direction ring and another the one-direction ring must not meet: their bytes differ
+        assertThat(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", "ring1")).digest())
+                .isNotEqualTo(plain).isNotEqualTo(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", "ring")).digest());
         Path f = dir.resolve("r.json");
         Files.writeString(f, "{\"format\": \"jdist-algo-rules/1\", \"rules\": []}");
         assertThat(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO_RULES", f.toString())).digest()).isNotEqualTo(plain);
@@ -164,7 +175,7 @@ class AlgorithmPolicyTest {
             "{\"format\": \"jdist-algo-rules/1\", \"rules\": [], \"extra\": 1}|the top level has an unknown field \"extra\"",
             "{\"format\": \"jdist-algo-rules/1\", \"rules\": [3]}|rule 0 must be an object",
             "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"bcast\", \"algorithm\": \"rd\"}]}|rule 0: \"op\" must be one of",
-            "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"all_reduce\", \"algorithm\": \"bruck\"}]}|\"algorithm\" must be one of ring, rd, rhd, hier, hier-leader for all_reduce, got \"bruck\"",
+            "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"all_reduce\", \"algorithm\": \"bruck\"}]}|\"algorithm\" must be one of ring, ring1, rd, rhd, hier, hier-leader for all_reduce, got \"bruck\"",
             "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"all_reduce\", \"algorithm\": \"rd\", \"maxBytes\": -1}]}|\"maxBytes\" must be a whole number from 0",
             "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"all_reduce\", \"algorithm\": \"rd\", \"maxBytes\": 1.5}]}|\"maxBytes\" must be a whole number",
             "{\"format\": \"jdist-algo-rules/1\", \"rules\": [{\"op\": \"all_reduce\", \"algorithm\": \"rd\", \"minRanks\": 1}]}|\"minRanks\" must be a whole number from 2",

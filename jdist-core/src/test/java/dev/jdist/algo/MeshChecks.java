@@ -5,6 +5,7 @@ import dev.jdist.DType;
 import dev.jdist.ReduceOp;
 import dev.jdist.reduce.Reducer;
 import dev.jdist.ring.RingGroup;
+import dev.jdist.ring.RingSchedule;
 import dev.jdist.spi.GroupImpl;
 
 import java.lang.foreign.Arena;
@@ -141,8 +142,8 @@ public final class MeshChecks {
                     Array out = Array.zeros(t, Math.toIntExact(e));
                     g.allReduce(Array.wrap(inputs[r], t, Math.toIntExact(e)), out, op);
                     MemorySegment want = expected(g, CollectiveKind.ALL_REDUCE, e * s, () -> reference(op, t, inputs, e),
-                            h -> hierarchicalReference(op, t, inputs, e, h));
-                    if (want != null && out.segment().mismatch(want) != -1) {
+                            h -> hierarchicalReference(op, t, inputs, e, h), d -> ringReference(op, t, inputs, e, k(g), d));
+                    if (out.segment().mismatch(want) != -1) {
                         bad.append("rank ").append(r).append(' ').append(op).append(' ').append(t).append(" E=").append(e).append('\n');
                     }
                     if (!sameOnEveryRank(g, out)) bad.append("rank ").append(r).append(' ').append(op).append(' ').append(t)
@@ -164,8 +165,9 @@ public final class MeshChecks {
                 byte[] before = in.toBytes();
                 g.sumScatter(in, out);
                 MemorySegment want = expected(g, CollectiveKind.SUM_SCATTER, c * n * s,
-                        () -> reference(ReduceOp.SUM, t, inputs, c * n), h -> hierarchicalScatterReference(t, inputs, c * n, h));
-                if (want != null && out.segment().mismatch(want.asSlice(r * c * s, c * s)) != -1) {
+                        () -> reference(ReduceOp.SUM, t, inputs, c * n), h -> hierarchicalScatterReference(t, inputs, c * n, h),
+                        d -> ringScatterReference(t, inputs, c, k(g), d));
+                if (out.segment().mismatch(want.asSlice(r * c * s, c * s)) != -1) {
                     bad.append("rank ").append(r).append(" sum_scatter ").append(t).append(" C=").append(c).append('\n');
                 }
                 if (!java.util.Arrays.equals(before, in.toBytes())) bad.append("rank ").append(r).append(" sum_scatter changed its input\n");
@@ -200,8 +202,8 @@ public final class MeshChecks {
             Array out = Array.zeros(t, Math.toIntExact(e));
             g.allReduce(Array.wrap(inputs[r], t, Math.toIntExact(e)), out, ReduceOp.SUM);
             MemorySegment want = expected(g, CollectiveKind.ALL_REDUCE, e * s, () -> reference(ReduceOp.SUM, t, inputs, e),
-                    h -> hierarchicalReference(ReduceOp.SUM, t, inputs, e, h));
-            if (want != null && out.segment().mismatch(want) != -1) bad.append("rank ").append(r).append(" all_sum E=").append(e).append('\n');
+                    h -> hierarchicalReference(ReduceOp.SUM, t, inputs, e, h), d -> ringReference(ReduceOp.SUM, t, inputs, e, k(g), d));
+            if (out.segment().mismatch(want) != -1) bad.append("rank ").append(r).append(" all_sum E=").append(e).append('\n');
             if (!sameOnEveryRank(g, out)) bad.append("rank ").append(r).append(" all_sum E=").append(e).append(": results differ\n");
         }
         for (long e : perRankSizes) {
@@ -218,8 +220,8 @@ public final class MeshChecks {
             Array chunk = Array.zeros(t, Math.toIntExact(e));
             g.sumScatter(Array.wrap(inputs[r], t, Math.toIntExact(e * n)), chunk);
             MemorySegment want = expected(g, CollectiveKind.SUM_SCATTER, e * n * s, () -> reference(ReduceOp.SUM, t, inputs, e * n),
-                    h -> hierarchicalScatterReference(t, inputs, e * n, h));
-            if (want != null && chunk.segment().mismatch(want.asSlice(r * e * s, e * s)) != -1) {
+                    h -> hierarchicalScatterReference(t, inputs, e * n, h), d -> ringScatterReference(t, inputs, e, k(g), d));
+            if (chunk.segment().mismatch(want.asSlice(r * e * s, e * s)) != -1) {
                 bad.append("rank ").append(r).append(" sum_scatter C=").append(e).append('\n');
             }
         }
@@ -238,14 +240,138 @@ public final class MeshChecks {
 
     /**
      * The documented value of the op's algorithm: §10.11's ({@code hier}, on the group's host layout) for a hierarchical
-     * one, §10.4's ({@code ref}) for another mesh algorithm; null (values checked by the ring's own tests) for the ring.
+     * one, §10.4's ({@code ref}) for another mesh algorithm, §3.6.4's or §9's ({@code ring}, given the directions) for the
+     * ring in either direction count.
      */
     private static MemorySegment expected(GroupImpl g, CollectiveKind kind, long bytes, java.util.function.Supplier<MemorySegment> ref,
-                                          java.util.function.Function<HostLayout, MemorySegment> hier) {
+                                          java.util.function.Function<HostLayout, MemorySegment> hier,
+                                          java.util.function.IntFunction<MemorySegment> ring) {
         RingGroup rg = (RingGroup) g;
         Algorithm a = rg.algorithmFor(kind, bytes);
-        if (a == Algorithm.RING) return null;
+        if (a.onRing()) return ring.apply(a == Algorithm.RING1 ? RingSchedule.ONE_DIRECTION : RingSchedule.BOTH_DIRECTIONS);
         return a.hierarchical() ? hier.apply(rg.hostLayout().orElseThrow()) : ref.get();
     }
 
+    // ------------------------------------------------------------------ the ring's values (§3.6.4, §9, §10.12)
+
+    private static int k(GroupImpl g) { return ((RingGroup) g).connectionsPerNeighbour(); }
+
+    /**
+     * §3.6.4's value of a ring all-reduce of {@code elements} on {@code k} connections in {@code directions} directions:
+     * segment j of a part with direction d is {@code op(x_{j+d}, op(x_{j+2d}, … op(x_{j+(n-1)d}, x_j)))}; the small path
+     * ({@code elements < n}) is one part of n elements with d = -1, so element i is segment i.
+     */
+    public static MemorySegment ringReference(ReduceOp op, DType t, MemorySegment[] x, long elements, int k, int directions) {
+        int n = x.length;
+        int s = t.itemSize();
+        MemorySegment out = copy(x[0]);
+        // the parts from the documented rule, not from RingSchedule, so that a wrong schedule cannot agree with itself
+        boolean small = elements < n;
+        long parts = small ? 1 : Math.max(1, Math.min((long) directions * k, elements * s / (n * 262_144L)));
+        long step = small ? n : (elements + parts - 1) / parts;
+        for (long i = 0; i < parts; i++) {
+            long offset = Math.min(elements, i * step);
+            long length = small ? n : Math.min(elements, (i + 1) * step) - offset;
+            int d = small ? -1 : directions == 1 || i % 2 == 0 ? +1 : -1;
+            long seg = (length + n - 1) / n;
+            for (int j = 0; j < n; j++) {
+                long from = offset + Math.min(j * seg, length);
+                long to = Math.min(elements, offset + Math.min((j + 1) * seg, length));
+                if (to <= from) continue;
+                int[] order = new int[n];
+                for (int q = 0; q < n - 1; q++) order[q] = Math.floorMod(j + (q + 1) * d, n);
+                order[n - 1] = j;
+                MemorySegment.copy(chain(op, t, x, order, from * s, (to - from) * s), 0, out, from * s, (to - from) * s);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * §9's value of a ring sum_scatter of n chunks of {@code chunk} elements (one piece of the work buffer): within each
+     * part (direction d) chunk j is {@code op(x_j, op(x_{j+d}, … x_{j+(n-1)d}))}; the whole output, chunk j at j·chunk.
+     */
+    public static MemorySegment ringScatterReference(DType t, MemorySegment[] x, long chunk, int k, int directions) {
+        int n = x.length;
+        int s = t.itemSize();
+        MemorySegment out = copy(x[0]);
+        long p = Math.max(1, Math.min((long) directions * k, chunk * n * s / (n * 262_144L)));
+        if (chunk < p || chunk == 0) p = 1;
+        long step = (chunk + p - 1) / p;
+        for (int i = 0; i < p; i++) {
+            long from = Math.min(chunk, i * step);
+            long len = Math.min(chunk, (i + 1) * step) - from;
+            if (len == 0) continue;
+            int d = directions == RingSchedule.ONE_DIRECTION || i % 2 == 0 ? +1 : -1;
+            for (int j = 0; j < n; j++) {
+                int[] order = new int[n];
+                for (int q = 0; q < n; q++) order[q] = Math.floorMod(j + q * d, n);
+                long at = (j * chunk + from) * s;
+                MemorySegment.copy(chain(ReduceOp.SUM, t, x, order, at, len * s), 0, out, at, len * s);
+            }
+        }
+        return out;
+    }
+
+    /** {@code op(x_{order[0]}, op(x_{order[1]}, … x_{order[last]}))} over bytes {@code [at, at+bytes)}, right to left. */
+    private static MemorySegment chain(ReduceOp op, DType t, MemorySegment[] x, int[] order, long at, long bytes) {
+        MemorySegment acc = copy(x[order[order.length - 1]].asSlice(at, bytes));
+        for (int i = order.length - 2; i >= 0; i--) {
+            MemorySegment left = copy(x[order[i]].asSlice(at, bytes));
+            Reducer.reduce(op, t, left, 0, acc, 0, bytes / t.itemSize());
+            acc = left;
+        }
+        return acc;
+    }
+
+    /**
+     * The ring's multi-part sizes: all_sum and all_max, all_gather and sum_scatter of a few dtypes at sizes where the part
+     * count changes (one part, 2 and 2k parts of 256 KiB segments, uneven ends), values against §3.6.4 and §9 for whichever
+     * ring the group runs ({@code JDIST_ALGO=ring} or {@code ring1}). Sizes stay within one sum_scatter piece (16 MiB).
+     */
+    public static String checkRingParts(RingGroup g, long seed) {
+        int n = g.size();
+        int r = g.rank();
+        int k = g.connectionsPerNeighbour();
+        Random rnd = new Random(seed);
+        StringBuilder bad = new StringBuilder();
+        for (DType t : new DType[] {DType.FLOAT32, DType.BFLOAT16, DType.INT32}) {
+            int s = t.itemSize();
+            long unit = (long) n * RingSchedule.MIN_PART_BYTES / s;      // elements per part at the least part size
+            for (long e : new long[] {2 * unit - 1, 2 * unit + 7, 2L * k * unit + 3 * n + 1}) {
+                MemorySegment[] inputs = inputs(rnd, t, n, e);
+                for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.MAX}) {
+                    Array out = Array.zeros(t, Math.toIntExact(e));
+                    g.allReduce(Array.wrap(inputs[r], t, Math.toIntExact(e)), out, op);
+                    MemorySegment want = expected(g, CollectiveKind.ALL_REDUCE, e * s, () -> reference(op, t, inputs, e),
+                            h -> hierarchicalReference(op, t, inputs, e, h), d -> ringReference(op, t, inputs, e, k, d));
+                    long at = out.segment().mismatch(want);
+                    if (at != -1) {
+                        bad.append("rank ").append(r).append(' ').append(op).append(' ').append(t).append(" E=").append(e)
+                                .append(" byte ").append(at).append('\n');
+                    }
+                }
+            }
+            for (long c : new long[] {RingSchedule.MIN_PART_BYTES / s * 2 + 5, RingSchedule.MIN_PART_BYTES / s * 2L * k + 1}) {
+                MemorySegment[] inputs = inputs(rnd, t, n, c * n);
+                Array chunk = Array.zeros(t, Math.toIntExact(c));
+                g.sumScatter(Array.wrap(inputs[r], t, Math.toIntExact(c * n)), chunk);
+                MemorySegment want = expected(g, CollectiveKind.SUM_SCATTER, c * n * s, () -> reference(ReduceOp.SUM, t, inputs, c * n),
+                        h -> hierarchicalScatterReference(t, inputs, c * n, h), d -> ringScatterReference(t, inputs, c, k, d));
+                if (chunk.segment().mismatch(want.asSlice(r * c * s, c * s)) != -1) {
+                    bad.append("rank ").append(r).append(" sum_scatter ").append(t).append(" C=").append(c).append('\n');
+                }
+                Array gathered = Array.zeros(t, Math.toIntExact(c * n));
+                g.allGather(Array.wrap(inputs[r].asSlice(0, c * s), t, Math.toIntExact(c)), gathered);
+                for (int q = 0; q < n; q++) {
+                    if (gathered.segment().asSlice(q * c * s, c * s).mismatch(inputs[q].asSlice(0, c * s)) != -1) {
+                        bad.append("rank ").append(r).append(" all_gather ").append(t).append(" E=").append(c).append(" block ").append(q)
+                                .append('\n');
+                        break;
+                    }
+                }
+            }
+        }
+        return bad.toString();
+    }
 }

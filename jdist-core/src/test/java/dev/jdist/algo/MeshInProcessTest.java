@@ -34,7 +34,13 @@ class MeshInProcessTest {
     /** Runs {@code body} on every rank of an in-process n-rank ring whose members are declared jdist with {@code env}. */
     private List<String> onJdistRing(int n, Map<String, String> env, java.util.function.Function<RingGroup, String> body)
             throws Exception {
-        Path hf = RingTestSupport.hostfile(dir, n, 1);
+        return onJdistRing(n, 1, env, body);
+    }
+
+    /** As above with {@code k} connections per neighbour. */
+    private List<String> onJdistRing(int n, int k, Map<String, String> env, java.util.function.Function<RingGroup, String> body)
+            throws Exception {
+        Path hf = RingTestSupport.hostfile(dir, n, k);
         return RingTestSupport.onEveryRank(hf, n, Map.of(), g -> {
             RingGroup rg = (RingGroup) g;
             rg.membersAreJdist(null, env);
@@ -44,11 +50,25 @@ class MeshInProcessTest {
 
     @ParameterizedTest(name = "{0} ranks, JDIST_ALGO={1}")
     @CsvSource({"2,rd", "3,rd", "3,rhd", "4,rhd", "5,rd", "5,rhd", "6,bruck", "7,rh", "8,rd", "8,rhd", "3,auto", "5,auto",
-            "8,auto", "16,rd", "13,rhd"})
+            "8,auto", "16,rd", "13,rhd", "3,ring", "2,ring1", "5,ring1", "16,ring1"})
     void everyOpEveryDtypeGivesTheDocumentedBytesOnEveryRank(int n, String algo) throws Exception {
         long seed = 7L * n + algo.hashCode();
         List<String> failures = onJdistRing(n, Map.of("JDIST_ALGO", algo), g -> MeshChecks.checkAll(g, seed, n <= 8)
                 + (algo.equals("auto") ? MeshChecks.checkCrossovers(g, seed) : ""));
+        assertThat(String.join("", failures)).isEmpty();
+    }
+
+    /**
+     * The ring in both directions (MLX's parts) and in one (§10.12) at the sizes where the part count changes, on 1..3
+     * connections: every rank's bytes against §3.6.4's and §9's order for the parts that direction count gives.
+     */
+    @ParameterizedTest(name = "{0} ranks, {1} connection(s), JDIST_ALGO={2}")
+    @CsvSource({"2,1,ring1", "2,2,ring1", "3,2,ring1", "3,2,ring", "4,1,ring", "5,3,ring1"})
+    void theRingInOneOrTwoDirectionsGivesTheDocumentedBytesAtEveryPartCount(int n, int k, String algo) throws Exception {
+        List<String> failures = onJdistRing(n, k, Map.of("JDIST_ALGO", algo), g -> {
+            if (g.algorithmFor(CollectiveKind.ALL_REDUCE, 1 << 30).text().equals(algo)) return MeshChecks.checkRingParts(g, 11L * n + k);
+            return "rank " + g.rank() + " chose " + g.algorithmFor(CollectiveKind.ALL_REDUCE, 1 << 30) + "\n";
+        });
         assertThat(String.join("", failures)).isEmpty();
     }
 

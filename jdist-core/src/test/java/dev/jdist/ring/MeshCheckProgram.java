@@ -40,11 +40,13 @@ public final class MeshCheckProgram {
                 if (world.jobTable().isEmpty()) bad.append("no job table\n");
                 boolean allDtypes = world.size() <= 5;
                 List<String> algos = hier ? List.of("auto", "hier-leader", "all_reduce=rd,all_gather=hier,sum_scatter=hier")
-                        : List.of("auto", "rd", "rhd", "all_gather=bruck,sum_scatter=rh");
+                        : List.of("auto", "rd", "rhd", "all_gather=bruck,sum_scatter=rh", "ring1");
                 for (String algo : algos) {
                     g.useAlgorithmPolicy(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", algo)));
                     String got = MeshChecks.checkAll(g, 1000L * world.size() + algo.hashCode(), allDtypes);
                     if (algo.equals("auto")) got += MeshChecks.checkCrossovers(g, 7);
+                    // the one-direction ring at several parts (sizes of MiBs: only on small groups, to bound the run)
+                    if (algo.equals("ring1") && world.size() <= 3) got += MeshChecks.checkRingParts(g, 5);
                     if (!got.isEmpty()) bad.append("JDIST_ALGO=").append(algo).append(":\n").append(got);
                 }
                 detail = "mesh, " + g.peerMesh().map(m -> m.openConnections() + " connection(s)").orElse("none");

@@ -262,4 +262,96 @@ class RingScheduleTest {
             assertThat(s.stream().map(x -> x.connection() + "/" + x.sendOnLeft()).distinct()).hasSize(2 * k);
         }
     }
+
+    // ------------------------------------------------------------------ the one-direction ring (§10.12)
+
+    @Test
+    void oneDirectionPartsTakeOneConnectionEachAllFlowingTheSameWay() {
+        // P = max(1, min(k, floor(N / (n * 262144)))), part i on connection i, d = +1
+        assertThat(RingSchedule.allReducePartCount(1L << 30, 2, 3, RingSchedule.ONE_DIRECTION)).isEqualTo(3);
+        assertThat(RingSchedule.allReducePartCount(1_572_864, 3, 1, RingSchedule.ONE_DIRECTION)).isEqualTo(1);
+        assertThat(RingSchedule.allReduceParts(1_048_576, 4, 2, 2, RingSchedule.ONE_DIRECTION))
+                .containsExactly(new Part(0, 0, 524288, 0, +1), new Part(1, 524288, 524288, 1, +1));
+        for (int k = 1; k <= 3; k++) {
+            List<Stream> s = RingSchedule.allReduce(0, 2, k, RingSchedule.ONE_DIRECTION, 1 << 24, 4);
+            assertThat(s).hasSize(k);
+            assertThat(s).extracting(Stream::connection).doesNotHaveDuplicates();
+            assertThat(s).allSatisfy(x -> assertThat(x.sendOnLeft()).isTrue());
+            assertThat(RingSchedule.allGather(1, 3, k, RingSchedule.ONE_DIRECTION, 1 << 24)).hasSize(k)
+                    .allSatisfy(x -> assertThat(x.sendOnLeft()).isTrue());
+            assertThat(RingSchedule.sumScatter(1, 2, k, RingSchedule.ONE_DIRECTION, 1 << 22, 4)).hasSize(k)
+                    .allSatisfy(x -> assertThat(x.sendOnLeft()).isTrue());
+        }
+        // one part: the two rings are the same schedule (and the small path is MLX's in both)
+        for (int r = 0; r < 3; r++) {
+            assertThat(RingSchedule.allReduce(r, 3, 2, RingSchedule.ONE_DIRECTION, 10, 4)).isEqualTo(RingSchedule.allReduce(r, 3, 2, 10, 4));
+            assertThat(RingSchedule.allReduce(r, 3, 2, RingSchedule.ONE_DIRECTION, 2, 4)).isEqualTo(RingSchedule.allReduce(r, 3, 2, 2, 4));
+        }
+        assertThatThrownBy(() -> RingSchedule.allReduce(0, 2, 1, 3, 8, 4)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("1 or 2 directions");
+    }
+
+    /**
+     * Both rings simulated over every dtype, n = 2..16 and sizes from one element to several parts, against the order
+     * §3.6.4 writes down (MeshChecks.ringReference, computed from the formula, not from the schedule).
+     */
+    @ParameterizedTest(name = "n = {0}")
+    @CsvSource({"2", "3", "4", "5", "6", "7", "8", "9", "12", "13", "16"})
+    void bothRingsGiveTheDocumentedSumsForEveryDtype(int n) {
+        java.util.Random rnd = new java.util.Random(n);
+        for (DType t : DType.values()) {
+            int s = t.itemSize();
+            if ((long) n * s > RingSchedule.SMALL_PATH_LIMIT_BYTES) continue;
+            List<Long> sizes = new ArrayList<>(List.of(1L, (long) n - 1, (long) n, 3L * n + 1, 1001L));
+            if (n <= 4 && (t == DType.FLOAT32 || t == DType.BFLOAT16 || t == DType.FLOAT64)) {
+                long unit = n * RingSchedule.MIN_PART_BYTES / s;
+                sizes.add(2 * unit + 7);
+                sizes.add(4 * unit + 3);
+            }
+            for (long e : sizes) {
+                if (e < 1) continue;
+                for (int k = 1; k <= 2; k++) {
+                    for (int directions : new int[] {RingSchedule.ONE_DIRECTION, RingSchedule.BOTH_DIRECTIONS}) {
+                        MemorySegment[] x = dev.jdist.algo.MeshChecks.inputs(rnd, t, n, e);
+                        MemorySegment want = dev.jdist.algo.MeshChecks.ringReference(ReduceOp.SUM, t, x, e, k, directions);
+                        boolean small = RingSchedule.isSmallPath(e, n);
+                        MemorySegment[] work = new MemorySegment[n];
+                        List<List<Stream>> perRank = new ArrayList<>();
+                        for (int r = 0; r < n; r++) {
+                            work[r] = Arena.ofAuto().allocate((small ? n : e) * s);
+                            MemorySegment.copy(x[r], 0, work[r], 0, e * s);
+                            perRank.add(RingSchedule.allReduce(r, n, k, directions, e, s));
+                        }
+                        simulate(perRank, work, t);
+                        for (int r = 0; r < n; r++) {
+                            assertThat(work[r].asSlice(0, e * s).mismatch(want)).as("%s n=%d E=%d k=%d directions=%d rank %d", t, n, e, k,
+                                    directions, r).isEqualTo(-1L);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "n = {0}, k = {1}, C = {2}")
+    @CsvSource({"2,1,131077", "2,2,262145", "3,2,131077", "5,1,17", "7,3,131072", "16,1,9"})
+    void bothRingsSumScatterInTheDocumentedOrder(int n, int k, long chunk) {
+        java.util.Random rnd = new java.util.Random(chunk);
+        for (int directions : new int[] {RingSchedule.ONE_DIRECTION, RingSchedule.BOTH_DIRECTIONS}) {
+            MemorySegment[] x = dev.jdist.algo.MeshChecks.inputs(rnd, DType.FLOAT32, n, chunk * n);
+            MemorySegment want = dev.jdist.algo.MeshChecks.ringScatterReference(DType.FLOAT32, x, chunk, k, directions);
+            MemorySegment[] work = new MemorySegment[n];
+            List<List<Stream>> perRank = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                work[r] = Arena.ofAuto().allocate(4L * chunk * n);
+                MemorySegment.copy(x[r], 0, work[r], 0, 4L * chunk * n);
+                perRank.add(RingSchedule.sumScatter(r, n, k, directions, chunk, 4));
+            }
+            simulate(perRank, work, DType.FLOAT32);
+            for (int r = 0; r < n; r++) {
+                assertThat(work[r].asSlice(4L * r * chunk, 4L * chunk).mismatch(want.asSlice(4L * r * chunk, 4L * chunk)))
+                        .as("directions %d rank %d", directions, r).isEqualTo(-1L);
+            }
+        }
+    }
 }
