@@ -255,6 +255,36 @@ def plot(rows, n, link_gbs, path):
     plt.close(fig)
 
 
+def tuned(out):
+    """The --tune sections: per host count, each op's median µs per algorithm and size (fastest in bold), and the
+    rules jdist bench --tune wrote from them."""
+    md = []
+    for path in sorted(glob.glob(os.path.join(out, "n*", "tune.json")), key=lambda p: int(os.path.basename(os.path.dirname(p))[1:])):
+        d = os.path.dirname(path)
+        n = int(os.path.basename(d)[1:])
+        try:
+            with open(path) as f:
+                rows = json.load(f)
+        except (OSError, ValueError):
+            md += [f"## jdist bench --tune, {n} hosts", "", f"no results: see {os.path.relpath(d, out)}/tune.log", ""]
+            continue
+        md += [f"## jdist bench --tune, {n} hosts (median µs per algorithm; fastest in bold)", ""]
+        for op in dict.fromkeys(r["op"] for r in rows):
+            algos = list(dict.fromkeys(r["algorithm"] for r in rows if r["op"] == op))
+            md += [f"{op}:", "", "| size | " + " | ".join(algos) + " |", "|---:|" + "---:|" * len(algos)]
+            for b in sorted({r["bytes"] for r in rows if r["op"] == op}):
+                t = {r["algorithm"]: r["medianMicros"] for r in rows if r["op"] == op and r["bytes"] == b}
+                best = min(t.values())
+                md.append(f"| {fmt_size(b)} | " + " | ".join(
+                    ("**{:.0f}**" if t.get(a) == best else "{:.0f}").format(t[a]) if a in t else "–" for a in algos) + " |")
+            md.append("")
+        rules = os.path.join(d, "rules.json")
+        if os.path.exists(rules):
+            md += [f"Rules written ({os.path.relpath(rules, out)}; a job reads them with JDIST_ALGO_RULES):", "", "```json",
+                   open(rules).read().strip(), "```", ""]
+    return md
+
+
 def report(out):
     rows = load_results(out)
     links = link_rates(out, sorted({r["n"] for r in rows}))
@@ -291,6 +321,7 @@ def report(out):
     wrong = [r for r in rows if r["wrong"]]
     if wrong:
         md += ["**Rows with wrong results:** " + ", ".join(f"{r['impl']} {r['op']} n={r['n']} {r['bytes']} B" for r in wrong), ""]
+    md += tuned(out)
     ph = phases(out)
     if ph:
         md += ["## Phases (wall time, whole-machine CPU busy, load average before → after, exit status, TCP segments "

@@ -45,6 +45,11 @@ usage: bench/cluster/run.sh [options]
                        middle sizes more (e.g. 20:20) when they are what you compare
   --latency-calls W:I  the same for the latency sweep (default 20:200; --quick 10:50)
   --jdist-env K=V      an environment variable for every jdist rank (repeatable), e.g. JDIST_RING_SPIN_US=0
+  --tune               after each host count's sweeps, jdist bench --tune (every algorithm at every size, interleaved)
+                       for all_sum, all_gather and sum_scatter from 4 B to the smaller of --max-size and 4 MiB: writes
+                       n<N>/rules.json, rules for this cluster that a later run reads with
+                       --jdist-env JDIST_ALGO_RULES=<that file>, and puts the measured table in the report
+  --tune-calls W:I     warm-up and timed calls per size and algorithm of --tune (default 5:20)
 EOF
 }
 
@@ -52,6 +57,7 @@ ARGS=("$@")   # for the report: the options as given
 HOSTS_LIST=4,8,16 RATE=1gbit CAL_RATES=none,2gbit,1gbit,500mbit,200mbit IMPLS=jdist,mpi,gloo OPS=all_sum,all_gather
 MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 SEND_QUEUE_MS=10 GSO=65536 RPH=1 DELAY_MS=0 LATENCY_ONLY=0 BW_CALLS= LAT_CALLS=
 JDIST_ENV=()
+TUNE=0 TUNE_CALLS=5:20 TUNE_MAX=$((4 << 20))   # --tune stops at 4 MiB: above it the defaults choose the ring
 RECEIVE_QUEUE_MS=10   # the receiving side's tbf queue, fixed: the switch port in front of a host
 HOSTS_SET=0 CAL_SET=0 MAX_SET=0
 while [ $# -gt 0 ]; do
@@ -75,6 +81,8 @@ while [ $# -gt 0 ]; do
     --bandwidth-calls) BW_CALLS=$2; shift ;;
     --latency-calls) LAT_CALLS=$2; shift ;;
     --jdist-env) JDIST_ENV+=("$2"); shift ;;
+    --tune) TUNE=1 ;;
+    --tune-calls) TUNE_CALLS=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench/cluster/run.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -121,8 +129,8 @@ elif [[ $RATE == *:* ]]; then
   IFS=, read -r -a parts <<<"$RATE"
   for p in "${parts[@]}"; do
     [[ $p =~ ^([0-9]+):(.+)$ ]] || die "--rate: '$p' is not N:RATE (e.g. 16:500mbit)"
-    rate_bps "${BASH_REMATCH[2]}" >/dev/null
     RATE_OF[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+    rate_bps "${BASH_REMATCH[2]}" >/dev/null   # (its own match overwrites BASH_REMATCH, hence after)
   done
   for n in "${HOSTS[@]}"; do [ -n "${RATE_OF[$n]:-}" ] || die "--rate names no rate for $n hosts"; done
 else
@@ -135,7 +143,7 @@ for i in "${IMPL[@]}"; do [[ $i =~ ^(jdist|ring|mpi|gloo)$ ]] || die "--impls: u
 for o in "${OP[@]}"; do [[ $o =~ ^(all_sum|all_gather)$ ]] || die "--ops: unknown '$o' (all_sum, all_gather)"; done
 [[ $BURST =~ ^[0-9]+$ && $GSO =~ ^[0-9]+$ ]] || die "--burst and --gso take a number of bytes"
 [[ $SEND_QUEUE_MS =~ ^[1-9][0-9]*$ ]] || die "--send-queue-ms takes a whole number of milliseconds, 1 or more, not '$SEND_QUEUE_MS'"
-for calls in "--bandwidth-calls:$BW_CALLS" "--latency-calls:$LAT_CALLS"; do
+for calls in "--bandwidth-calls:$BW_CALLS" "--latency-calls:$LAT_CALLS" "--tune-calls:$TUNE_CALLS"; do
   opt=${calls%%:*} v=${calls#*:}
   [ -z "$v" ] || [[ $v =~ ^[0-9]+:[1-9][0-9]*$ ]] \
     || die "$opt takes WARMUP:ITERS, e.g. 20:20 (warm-up calls 0 or more, timed calls 1 or more), got '$v'"
@@ -450,6 +458,22 @@ bench_n() { # n
       [ "$rc" = 0 ] || log "  failed (exit $rc); see $d/$impl-*$name.log"
     done
   done
+  [ "$TUNE" = 1 ] && tune_n "$n" "$d"
+  return 0
+}
+
+# jdist bench --tune on this host count: n<N>/rules.json and the rows it chose from (n<N>/tune.json)
+tune_n() {
+  local n=$1 d=$2 rc=0 env_args=() e w it
+  for e in "${JDIST_ENV[@]}"; do env_args+=(--env "$e"); done
+  IFS=: read -r w it <<<"$TUNE_CALLS"
+  log "$n hosts: jdist bench --tune, 4 B to $((TUNE_MAX < MAX_BYTES ? TUNE_MAX : MAX_BYTES)) B"
+  phase_start
+  bounded "$LIMIT" "$ROOT/bin/jdist" bench --hostfile "$d/hosts.json" "${env_args[@]}" --tune "$d/rules.json" \
+    --op all_sum,all_gather,sum_scatter --sizes "4:$((TUNE_MAX < MAX_BYTES ? TUNE_MAX : MAX_BYTES))" -f 4 -w "$w" -i "$it" \
+    --json >"$d/tune.json" 2>"$d/tune.log" || rc=$?
+  phase_end "$n" "jdist-tune" "$rc"
+  [ "$rc" = 0 ] || log "  failed (exit $rc); see $d/tune.log"
 }
 
 if [ "$BENCH" = 1 ]; then

@@ -104,6 +104,18 @@ class AlgorithmPolicyTest {
             assertThat(AlgorithmPolicy.defaults().choose(k, 1L << 30, EIGHT_HOSTS)).isEqualTo(Algorithm.RING1);
         }
         assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 4, EIGHT_HOSTS)).isEqualTo(RD);
+        // between hosts (3+ ranks) the limits the cluster's --tune measured: rd to 4 KiB, rhd to 128 KiB; rh to 1 KiB
+        Topology eightOnOneHost = new Topology(8, 1, false);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 4096, EIGHT_HOSTS)).isEqualTo(RD);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 4097, EIGHT_HOSTS)).isEqualTo(RHD);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 4097, eightOnOneHost)).isEqualTo(RD);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 131072, EIGHT_HOSTS)).isEqualTo(RHD);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 131073, EIGHT_HOSTS)).isEqualTo(Algorithm.RING1);
+        assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 1024, EIGHT_HOSTS)).isEqualTo(Algorithm.RH);
+        assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 1025, EIGHT_HOSTS)).isEqualTo(Algorithm.RING1);
+        assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 1025, eightOnOneHost)).isEqualTo(Algorithm.RH);
+        assertThat(AlgorithmPolicy.defaults().choose(CollectiveKind.ALL_GATHER, 65536, EIGHT_HOSTS)).isEqualTo(RD);
+        assertThat(AlgorithmPolicy.defaults().choose(CollectiveKind.ALL_GATHER, 65537, EIGHT_HOSTS)).isEqualTo(Algorithm.RING1);
         assertThat(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", "ring")).choose(ALL_REDUCE, 1L << 30, EIGHT_HOSTS))
                 .isEqualTo(RING);
     }

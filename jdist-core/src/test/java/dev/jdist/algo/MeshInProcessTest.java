@@ -73,6 +73,25 @@ class MeshInProcessTest {
     }
 
     /**
+     * One rank per host (hosts faked with {@code JDIST_HOST_ID}), default choice: the rules for several hosts, ring1 for
+     * large messages; every op and dtype, the sizes around every default crossover and the ring's part counts, on every
+     * rank against the documented order of whichever algorithm ran.
+     */
+    @Test
+    void oneRankPerHostFollowsTheDefaultsForSeveralHosts() throws Exception {
+        int n = 4;
+        Path hf = RingTestSupport.hostfile(dir, n, 1);
+        List<String> failures = RingTestSupport.onEveryRank(hf, n, Map.of(), g -> {
+            RingGroup rg = (RingGroup) g;
+            rg.membersAreJdist(null, Map.of("JDIST_HOST_ID", "host-" + g.rank()));
+            String chosen = rg.algorithmFor(CollectiveKind.ALL_REDUCE, 4) + " " + rg.algorithmFor(CollectiveKind.ALL_REDUCE, 8192) + " "
+                    + rg.algorithmFor(CollectiveKind.ALL_REDUCE, 1 << 20) + " " + rg.algorithmFor(CollectiveKind.SUM_SCATTER, 2048);
+            return MeshChecks.checkAll(rg, 41, true) + MeshChecks.checkCrossovers(rg, 43) + MeshChecks.checkRingParts(rg, 47) + "|" + chosen;
+        });
+        assertThat(failures).containsOnly("|rd rhd ring1 ring1");
+    }
+
+    /**
      * Hosts faked with {@code JDIST_HOST_ID} (the host of rank q is {@code hosts[q]}): every op and dtype with the hierarchy
      * chosen by default or forced, values checked against §10.11's on every rank; and the layout every rank sees.
      */
