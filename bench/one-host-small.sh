@@ -5,6 +5,7 @@
 #   jdist            jdist bench defaults (between jdist ranks: rd up to 16 KiB, the ring above)
 #   jdist-ring       JDIST_ALGO=ring (the default at 2 ranks before the 2-rank rules)
 #   jdist-rhd        JDIST_ALGO=all_reduce=rhd (the mesh's reduce-scatter + all-gather: the ring's exchanges, another engine)
+#   jdist-ring1      JDIST_ALGO=ring1 (the ring in one direction, the default between hosts)
 #   jdist-bound      --bind-to core
 #   jdist-shm        JDIST_TRANSPORT=shm
 #   ompi-tcp         mpirun --mca btl tcp,self (its default binding)
@@ -50,6 +51,7 @@ measure() {
     jdist)            "$JDIST" bench -n 2 --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
     jdist-ring)       "$JDIST" bench -n 2 --env JDIST_ALGO=ring --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
     jdist-rhd)        "$JDIST" bench -n 2 --env JDIST_ALGO=all_reduce=rhd --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
+    jdist-ring1)      "$JDIST" bench -n 2 --env JDIST_ALGO=ring1 --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
     jdist-bound)      "$JDIST" bench -n 2 --bind-to core --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
     jdist-shm)        "$JDIST" bench -n 2 --env JDIST_TRANSPORT=shm --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
     ompi-tcp)         "${mpi[@]}" --mca btl tcp,self --mca btl_tcp_if_include lo "$OUT/mpi_collective" allreduce "$min" "$max" "$iters" "$warm" $factor --csv ;;
@@ -58,7 +60,7 @@ measure() {
   esac 2>/dev/null | awk -F, '$1 == "all_sum"'
 }
 
-ALL_CONFIGS=(jdist jdist-ring jdist-rhd jdist-bound jdist-shm ompi-tcp ompi-tcp-unbound ompi-vader)
+ALL_CONFIGS=(jdist jdist-ring jdist-rhd jdist-ring1 jdist-bound jdist-shm ompi-tcp ompi-tcp-unbound ompi-vader)
 # ONE_HOST_CONFIGS="jdist ompi-tcp" measures only those (a shorter sitting)
 read -r -a CONFIGS <<< "${ONE_HOST_CONFIGS:-${ALL_CONFIGS[*]}}"
 for cfg in "${CONFIGS[@]}"; do
