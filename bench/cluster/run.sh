@@ -464,13 +464,13 @@ bench_n() { # n
 
 # jdist bench --tune on this host count: n<N>/rules.json and the rows it chose from (n<N>/tune.json)
 tune_n() {
-  local n=$1 d=$2 rc=0 env_args=() e w it
+  local n=$1 d=$2 rc=0 env_args=() e w it max=$((TUNE_MAX < MAX_BYTES ? TUNE_MAX : MAX_BYTES))
   for e in "${JDIST_ENV[@]}"; do env_args+=(--env "$e"); done
   IFS=: read -r w it <<<"$TUNE_CALLS"
-  log "$n hosts: jdist bench --tune, 4 B to $((TUNE_MAX < MAX_BYTES ? TUNE_MAX : MAX_BYTES)) B"
+  log "$n hosts: jdist bench --tune, 4 B to $max B"
   phase_start
   bounded "$LIMIT" "$ROOT/bin/jdist" bench --hostfile "$d/hosts.json" "${env_args[@]}" --tune "$d/rules.json" \
-    --op all_sum,all_gather,sum_scatter --sizes "4:$((TUNE_MAX < MAX_BYTES ? TUNE_MAX : MAX_BYTES))" -f 4 -w "$w" -i "$it" \
+    --op all_sum,all_gather,sum_scatter --sizes "4:$max" -f 4 -w "$w" -i "$it" \
     --json >"$d/tune.json" 2>"$d/tune.log" || rc=$?
   phase_end "$n" "jdist-tune" "$rc"
   [ "$rc" = 0 ] || log "  failed (exit $rc); see $d/tune.log"

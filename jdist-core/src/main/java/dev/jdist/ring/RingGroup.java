@@ -315,10 +315,10 @@ public final class RingGroup implements GroupImpl {
             }
             return;
         }
+        int directions = directions(algorithm);
         for (long lo = 0; lo < chunk; lo += pieceElements) {
             long m = Math.min(pieceElements, chunk - lo);
             MemorySegment work = sumScatterWork((long) size * m * s);
-            int directions = directions(algorithm);
             List<RingSchedule.Stream> streams = lastSumScatter.matches(m, s, directions) ? lastSumScatter.streams
                     : lastSumScatter.remember(m, s, directions, RingSchedule.sumScatter(rank, size, k, directions, m, s));
             // work block c = piece [lo, lo+m) of chunk c: read from the input where the schedule first needs it

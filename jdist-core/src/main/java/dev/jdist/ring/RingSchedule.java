@@ -98,7 +98,7 @@ public final class RingSchedule {
     static int partConnection(int i, int directions) { return i / directions; }
 
     /** Part i's direction: alternating +1, -1 (MLX), or always +1 (§10.12). */
-    static int partDirection(int i, int directions) { return directions == 1 || i % 2 == 0 ? +1 : -1; }
+    static int partDirection(int i, int directions) { return directions == ONE_DIRECTION || i % 2 == 0 ? +1 : -1; }
 
     /** §3.6.3: start (inclusive) of segment {@code j} of a part of {@code len} elements. */
     public static long segmentStart(long len, int n, int j) {

@@ -248,6 +248,7 @@ public final class MeshChecks {
                                           java.util.function.IntFunction<MemorySegment> ring) {
         RingGroup rg = (RingGroup) g;
         Algorithm a = rg.algorithmFor(kind, bytes);
+        // mapped here, not by RingGroup's own mapping, so that RingGroup running ring1 in two directions fails the check
         if (a.onRing()) return ring.apply(a == Algorithm.RING1 ? RingSchedule.ONE_DIRECTION : RingSchedule.BOTH_DIRECTIONS);
         return a.hierarchical() ? hier.apply(rg.hostLayout().orElseThrow()) : ref.get();
     }
