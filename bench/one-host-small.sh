@@ -2,10 +2,11 @@
 # Issue 17's one-host targets, side by side in one sitting: 2 ranks on loopback, float32 all_sum, jdist against Open
 # MPI's TCP transport, each with its own default settings (mpirun binds 2 ranks to cores by default; jdist launch
 # does not pin), plus the variants that explain the difference:
-#   jdist            jdist bench defaults (between jdist ranks: rd up to 16 KiB, the ring above)
-#   jdist-ring       JDIST_ALGO=ring (the default at 2 ranks before the 2-rank rules)
+#   jdist            jdist bench defaults (2 jdist ranks on one host: rd up to 16 KiB, ring1 up to 16 MiB, ring above)
+#   jdist-ring       JDIST_ALGO=ring (MLX's ring, both directions, at every size)
+#   jdist-before     the defaults of another jdist checkout, JDIST_BEFORE=/path/to/its/bin/jdist (a before/after sitting)
 #   jdist-rhd        JDIST_ALGO=all_reduce=rhd (the mesh's reduce-scatter + all-gather: the ring's exchanges, another engine)
-#   jdist-ring1      JDIST_ALGO=ring1 (the ring in one direction, the default between hosts)
+#   jdist-ring1      JDIST_ALGO=ring1 (the ring in one direction, the default between hosts and at 2 ranks to 16 MiB)
 #   jdist-bound      --bind-to core
 #   jdist-shm        JDIST_TRANSPORT=shm
 #   ompi-tcp         mpirun --mca btl tcp,self (its default binding)
@@ -51,6 +52,7 @@ measure() {
     jdist)            "$JDIST" bench -n 2 --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
     jdist-ring)       "$JDIST" bench -n 2 --env JDIST_ALGO=ring --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
     jdist-rhd)        "$JDIST" bench -n 2 --env JDIST_ALGO=all_reduce=rhd --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
+    jdist-before)     "$JDIST_BEFORE" bench -n 2 --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
     jdist-ring1)      "$JDIST" bench -n 2 --env JDIST_ALGO=ring1 --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
     jdist-bound)      "$JDIST" bench -n 2 --bind-to core --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
     jdist-shm)        "$JDIST" bench -n 2 --env JDIST_TRANSPORT=shm --op all_sum --sizes "${min}B:${max}B" -f $factor -w "$warm" -i "$iters" --csv ;;
@@ -60,13 +62,19 @@ measure() {
   esac 2>/dev/null | awk -F, '$1 == "all_sum"'
 }
 
-ALL_CONFIGS=(jdist jdist-ring jdist-rhd jdist-ring1 jdist-bound jdist-shm ompi-tcp ompi-tcp-unbound ompi-vader)
-# ONE_HOST_CONFIGS="jdist ompi-tcp" measures only those (a shorter sitting)
-read -r -a CONFIGS <<< "${ONE_HOST_CONFIGS:-${ALL_CONFIGS[*]}}"
+ALL_CONFIGS=(jdist jdist-before jdist-ring jdist-rhd jdist-ring1 jdist-bound jdist-shm ompi-tcp ompi-tcp-unbound ompi-vader)
+# ONE_HOST_CONFIGS="jdist ompi-tcp" measures only those (a shorter sitting); jdist-before only when JDIST_BEFORE is set
+DEFAULT_CONFIGS=("${ALL_CONFIGS[@]}")
+[ -n "${JDIST_BEFORE:-}" ] || DEFAULT_CONFIGS=("${DEFAULT_CONFIGS[@]/jdist-before}")
+read -r -a CONFIGS <<< "${ONE_HOST_CONFIGS:-${DEFAULT_CONFIGS[*]}}"
 for cfg in "${CONFIGS[@]}"; do
   [[ " ${ALL_CONFIGS[*]} " == *" $cfg "* ]] || { echo "ONE_HOST_CONFIGS: unknown configuration '$cfg' (known: ${ALL_CONFIGS[*]})" >&2; exit 2; }
 done
-{ bench_machine; echo "# runs=$RUNS configs=${CONFIGS[*]}"; } > "$OUT/machine.txt"
+if [[ " ${CONFIGS[*]} " == *" jdist-before "* ]]; then
+  [ -x "${JDIST_BEFORE:-}" ] || { echo "jdist-before needs JDIST_BEFORE=/path/to/another/checkout/bin/jdist (got '${JDIST_BEFORE:-}')" >&2; exit 2; }
+  "$JDIST_BEFORE" --version >/dev/null   # builds that checkout once, before anything is timed
+fi
+{ bench_machine; echo "# runs=$RUNS configs=${CONFIGS[*]}${JDIST_BEFORE:+ JDIST_BEFORE=$JDIST_BEFORE}"; } > "$OUT/machine.txt"
 for run in $(seq 1 "$RUNS"); do
   for cfg in "${CONFIGS[@]}"; do
     echo "== run $run/$RUNS: $cfg" >&2

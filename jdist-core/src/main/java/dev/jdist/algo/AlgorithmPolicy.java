@@ -118,7 +118,11 @@ public final class AlgorithmPolicy {
         return r == null ? Algorithm.RING : r.algorithm();
     }
 
-    /** What every member must share: 8 bytes of SHA-256 over the forced choices and the user's rules. */
+    /**
+     * What every member must share: 8 bytes of SHA-256 over the forced choices, the user's rules and the default rules
+     * (their rules, not their comment), so that ranks of jdist builds whose defaults differ refuse to form a group
+     * instead of choosing different algorithms for one operation.
+     */
     public byte[] digest() {
         try {
             byte[] d = MessageDigest.getInstance("SHA-256").digest(canonical().getBytes(StandardCharsets.UTF_8));
@@ -135,6 +139,7 @@ public final class AlgorithmPolicy {
             if (a != null) sb.append(k.text()).append('=').append(a.text()).append(',');
         }
         sb.append("\nrules:").append(userRules == null ? "" : userRules.toJson());
+        sb.append("\ndefaults:").append(new AlgorithmRules("", "", defaults.rules()).toJson());
         return sb.toString();
     }
 

@@ -257,7 +257,8 @@ public final class PeerMesh implements AutoCloseable {
         List<String> parts = new ArrayList<>();
         for (List<Integer> ranks : groups.values()) parts.add("ranks " + ranks);
         throw new ConfigException("the ranks were started with different " + settingsName + ": " + String.join(" differ from ", parts)
-                + "; every rank must choose its algorithms alike, so give every rank the same values (and the same rules file)");
+                + "; every rank must choose its algorithms alike, so give every rank the same values, the same rules file and "
+                + "the same jdist build");
     }
 
     /** An identity of this host's running kernel (Linux's boot id, else the host name), as 8 bytes. */

@@ -588,7 +588,8 @@ public final class RingGroup implements GroupImpl {
             m = PeerMesh.form(new PeerMesh.Settings(rank, settings.timeout(), settings.jobToken(), settings.spinMicros(),
                     settings.verbose(), who, RingAuthenticator::new,
                     shmRing || shmAcrossHosts ? settings.shmLinkBytes() : 0, shmAcrossHosts), listener, all.toBytes(),
-                    AlgorithmPolicy.VARIABLE + ", " + AlgorithmPolicy.RULES_VARIABLE + " and " + RingSettings.TRANSPORT);
+                    AlgorithmPolicy.VARIABLE + ", " + AlgorithmPolicy.RULES_VARIABLE + " and " + RingSettings.TRANSPORT
+                            + " settings, or from jdist builds with different default rules (compare `jdist --version`)");
         } catch (RuntimeException | Error e) {
             RingConnector.closeQuietly(listener);
             throw e;

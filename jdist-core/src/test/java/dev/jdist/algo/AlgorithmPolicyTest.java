@@ -97,8 +97,18 @@ class AlgorithmPolicyTest {
         assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 4, two)).isEqualTo(Algorithm.RH);
         // large messages: MLX's two-direction ring on one host; across hosts one direction (one flow per link direction)
         Topology twoOnOneHost = new Topology(2, 1, false);
+        // two ranks on one host: one direction up to 16 MiB (sum_scatter at every size), two above
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 16385, twoOnOneHost)).isEqualTo(Algorithm.RING1);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 16L << 20, twoOnOneHost)).isEqualTo(Algorithm.RING1);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, (16L << 20) + 1, twoOnOneHost)).isEqualTo(RING);
+        assertThat(AlgorithmPolicy.defaults().choose(CollectiveKind.ALL_GATHER, 16L << 20, twoOnOneHost)).isEqualTo(Algorithm.RING1);
+        assertThat(AlgorithmPolicy.defaults().choose(CollectiveKind.ALL_GATHER, (16L << 20) + 1, twoOnOneHost)).isEqualTo(RING);
+        assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 4097, twoOnOneHost)).isEqualTo(Algorithm.RING1);
+        assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 1L << 30, twoOnOneHost)).isEqualTo(Algorithm.RING1);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 1L << 30, new Topology(2, 1, true)))
+                .isEqualTo(RING);
         for (CollectiveKind k : CollectiveKind.values()) {
-            assertThat(AlgorithmPolicy.defaults().choose(k, 1 << 20, twoOnOneHost)).isEqualTo(RING);
+            assertThat(AlgorithmPolicy.defaults().choose(k, 1L << 30, two)).isEqualTo(Algorithm.RING1);
             assertThat(AlgorithmPolicy.defaults().choose(k, 1 << 20, new Topology(8, 1, false))).isEqualTo(RING);
             assertThat(AlgorithmPolicy.defaults().choose(k, 1 << 20, two)).isEqualTo(Algorithm.RING1);
             assertThat(AlgorithmPolicy.defaults().choose(k, 1L << 30, EIGHT_HOSTS)).isEqualTo(Algorithm.RING1);
@@ -174,6 +184,13 @@ class AlgorithmPolicyTest {
         Path f = dir.resolve("r.json");
         Files.writeString(f, "{\"format\": \"jdist-algo-rules/1\", \"rules\": []}");
         assertThat(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO_RULES", f.toString())).digest()).isNotEqualTo(plain);
+        // builds whose default rules differ must not meet either; a different comment alone changes no choice
+        AlgorithmRules d = AlgorithmRules.defaults();
+        assertThat(AlgorithmPolicy.of(Map.of(), null, d).digest()).isEqualTo(plain);
+        assertThat(AlgorithmPolicy.of(Map.of(), null, new AlgorithmRules("other build", "another comment", d.rules())).digest())
+                .isEqualTo(plain);
+        assertThat(AlgorithmPolicy.of(Map.of(), null, new AlgorithmRules("older build", "", d.rules().subList(1, d.rules().size())))
+                .digest()).isNotEqualTo(plain);
     }
 
     @ParameterizedTest

@@ -177,8 +177,8 @@ public final class MeshChecks {
     }
 
     /**
-     * float32 all_sum, all_gather and sum_scatter one element below, at and above every size where jdist's default
-     * rules change algorithm, values checked as {@link #checkAll} does.
+     * float32 all_sum, all_gather and sum_scatter one element below, at and above every size up to 16 MiB where jdist's
+     * default rules for this rank count change algorithm, values checked as {@link #checkAll} does.
      */
     public static String checkCrossovers(GroupImpl g, long seed) {
         int n = g.size();
@@ -190,7 +190,9 @@ public final class MeshChecks {
         TreeSet<Long> reduceSizes = new TreeSet<>();
         TreeSet<Long> perRankSizes = new TreeSet<>();
         for (AlgorithmRules.Rule rule : AlgorithmRules.defaults().rules()) {
-            if (rule.maxBytes() == Long.MAX_VALUE || rule.maxBytes() > (8L << 20)) continue;
+            if (rule.maxBytes() == Long.MAX_VALUE || rule.maxBytes() > (16L << 20) || n < rule.minRanks() || n > rule.maxRanks()) {
+                continue;
+            }
             for (long d = -1; d <= 1; d++) {
                 if (rule.op() == CollectiveKind.ALL_REDUCE) reduceSizes.add(rule.maxBytes() / s + d);
                 else perRankSizes.add(rule.maxBytes() / ((long) n * s) + d);

@@ -92,6 +92,22 @@ class MeshInProcessTest {
     }
 
     /**
+     * Two ranks on one host, default choice: one exchange for small messages, the ring in one direction up to 16 MiB
+     * (sum_scatter at every size), MLX's two directions above; values at every crossover, the 16 MiB one included.
+     */
+    @Test
+    void twoRanksOnOneHostFollowTheDefaults() throws Exception {
+        List<String> failures = onJdistRing(2, Map.of(), g -> {
+            long mib16 = 16L << 20;
+            String chosen = g.algorithmFor(CollectiveKind.ALL_REDUCE, 4) + " " + g.algorithmFor(CollectiveKind.ALL_REDUCE, 1 << 20)
+                    + " " + g.algorithmFor(CollectiveKind.ALL_REDUCE, mib16) + " " + g.algorithmFor(CollectiveKind.ALL_REDUCE, mib16 + 4)
+                    + " " + g.algorithmFor(CollectiveKind.ALL_GATHER, mib16 + 8) + " " + g.algorithmFor(CollectiveKind.SUM_SCATTER, 1L << 30);
+            return MeshChecks.checkAll(g, 53, true) + MeshChecks.checkCrossovers(g, 59) + "|" + chosen;
+        });
+        assertThat(failures).containsOnly("|rd ring1 ring1 ring ring ring1");
+    }
+
+    /**
      * Hosts faked with {@code JDIST_HOST_ID} (the host of rank q is {@code hosts[q]}): every op and dtype with the hierarchy
      * chosen by default or forced, values checked against §10.11's on every rank; and the layout every rank sees.
      */
@@ -196,7 +212,8 @@ class MeshInProcessTest {
             }
         });
         assertThat(out).allSatisfy(m -> assertThat(m).startsWith("ConfigException")
-                .contains("JDIST_ALGO, JDIST_ALGO_RULES and JDIST_TRANSPORT").contains("ranks [0, 1]").contains("ranks [2]"));
+                .contains("JDIST_ALGO, JDIST_ALGO_RULES and JDIST_TRANSPORT").contains("different default rules")
+                .contains("ranks [0, 1]").contains("ranks [2]"));
     }
 
     @Test
