@@ -97,12 +97,12 @@ class AlgorithmPolicyTest {
         assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 4, two)).isEqualTo(Algorithm.RH);
         // large messages: MLX's two-direction ring on one host; across hosts one direction (one flow per link direction)
         Topology twoOnOneHost = new Topology(2, 1, false);
-        // two ranks on one host: one direction up to 16 MiB (sum_scatter at every size), two above
+        // two ranks on one host: one direction up to 16 MiB (all_gather 8 MiB, sum_scatter every size), two above
         assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 16385, twoOnOneHost)).isEqualTo(Algorithm.RING1);
         assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 16L << 20, twoOnOneHost)).isEqualTo(Algorithm.RING1);
         assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, (16L << 20) + 1, twoOnOneHost)).isEqualTo(RING);
-        assertThat(AlgorithmPolicy.defaults().choose(CollectiveKind.ALL_GATHER, 16L << 20, twoOnOneHost)).isEqualTo(Algorithm.RING1);
-        assertThat(AlgorithmPolicy.defaults().choose(CollectiveKind.ALL_GATHER, (16L << 20) + 1, twoOnOneHost)).isEqualTo(RING);
+        assertThat(AlgorithmPolicy.defaults().choose(CollectiveKind.ALL_GATHER, 8L << 20, twoOnOneHost)).isEqualTo(Algorithm.RING1);
+        assertThat(AlgorithmPolicy.defaults().choose(CollectiveKind.ALL_GATHER, (8L << 20) + 1, twoOnOneHost)).isEqualTo(RING);
         assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 4097, twoOnOneHost)).isEqualTo(Algorithm.RING1);
         assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 1L << 30, twoOnOneHost)).isEqualTo(Algorithm.RING1);
         assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 1L << 30, new Topology(2, 1, true)))

@@ -93,7 +93,7 @@ class MeshInProcessTest {
 
     /**
      * Two ranks on one host, default choice: one exchange for small messages, the ring in one direction up to 16 MiB
-     * (sum_scatter at every size), MLX's two directions above; values at every crossover, the 16 MiB one included.
+     * (all_gather 8 MiB, sum_scatter every size), MLX's two directions above; values at every crossover, 16 MiB included.
      */
     @Test
     void twoRanksOnOneHostFollowTheDefaults() throws Exception {
@@ -101,10 +101,11 @@ class MeshInProcessTest {
             long mib16 = 16L << 20;
             String chosen = g.algorithmFor(CollectiveKind.ALL_REDUCE, 4) + " " + g.algorithmFor(CollectiveKind.ALL_REDUCE, 1 << 20)
                     + " " + g.algorithmFor(CollectiveKind.ALL_REDUCE, mib16) + " " + g.algorithmFor(CollectiveKind.ALL_REDUCE, mib16 + 4)
-                    + " " + g.algorithmFor(CollectiveKind.ALL_GATHER, mib16 + 8) + " " + g.algorithmFor(CollectiveKind.SUM_SCATTER, 1L << 30);
+                    + " " + g.algorithmFor(CollectiveKind.ALL_GATHER, mib16 / 2) + " " + g.algorithmFor(CollectiveKind.ALL_GATHER, mib16 / 2 + 8)
+                    + " " + g.algorithmFor(CollectiveKind.SUM_SCATTER, 1L << 30);
             return MeshChecks.checkAll(g, 53, true) + MeshChecks.checkCrossovers(g, 59) + "|" + chosen;
         });
-        assertThat(failures).containsOnly("|rd ring1 ring1 ring ring ring1");
+        assertThat(failures).containsOnly("|rd ring1 ring1 ring ring1 ring ring1");
     }
 
     /**
