@@ -589,7 +589,7 @@ public final class RingGroup implements GroupImpl {
                     settings.verbose(), who, RingAuthenticator::new,
                     shmRing || shmAcrossHosts ? settings.shmLinkBytes() : 0, shmAcrossHosts), listener, all.toBytes(),
                     AlgorithmPolicy.VARIABLE + ", " + AlgorithmPolicy.RULES_VARIABLE + " and " + RingSettings.TRANSPORT
-                            + " settings, or from jdist builds with different default rules (compare `jdist --version`)");
+                            + " settings, or from jdist builds whose default rules differ (another jdist version on some hosts)");
         } catch (RuntimeException | Error e) {
             RingConnector.closeQuietly(listener);
             throw e;
