@@ -213,7 +213,7 @@ class MeshInProcessTest {
             }
         });
         assertThat(out).allSatisfy(m -> assertThat(m).startsWith("ConfigException")
-                .contains("JDIST_ALGO, JDIST_ALGO_RULES and JDIST_TRANSPORT").contains("different default rules")
+                .contains("JDIST_ALGO, JDIST_ALGO_RULES and JDIST_TRANSPORT").contains("jdist builds whose default rules differ")
                 .contains("ranks [0, 1]").contains("ranks [2]"));
     }
 
