@@ -8,12 +8,7 @@
 # Usage: bench/algos-report.sh [OUT_DIR] [N...]   (default: bench-results/algos-<UTC date-time>, ranks 4 8).
 # Run it on a quiet machine: the header of every file records the load average before and after.
 set -euo pipefail
-ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-source "$ROOT/bin/lib/common.sh"
-# shellcheck source=lib/report.sh
-source "$ROOT/bench/lib/report.sh"
-jdist_own_path
-jdist_find_jdk
+source "$(PATH=/usr/bin:/bin; dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib/start.sh"
 OUT=${1:-$ROOT/bench-results/algos-$(date -u +%Y%m%d-%H%M%S)}
 shift || true
 RANKS=("$@")

@@ -7,13 +7,7 @@
 # Usage: bench/flight-recorder-cost.sh [OUT_DIR] [ROUNDS]   (default: bench-results/flight-<UTC date-time>, 3 rounds).
 # About 5 minutes on 2 cores.
 set -euo pipefail
-ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-# shellcheck source=../bin/lib/common.sh
-source "$ROOT/bin/lib/common.sh"
-# shellcheck source=lib/report.sh
-source "$ROOT/bench/lib/report.sh"
-jdist_own_path
-jdist_find_jdk
+source "$(PATH=/usr/bin:/bin; dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib/start.sh"
 OUT=${1:-$ROOT/bench-results/flight-$(date -u +%Y%m%d-%H%M%S)}
 ROUNDS=${2:-3}
 mkdir -p "$OUT"

@@ -10,13 +10,7 @@
 #      summary of those recordings (dev.jdist.OperationSummary).
 # Usage: bench/kernels-report.sh [OUT_DIR]   (default: bench-results/kernels-<UTC date-time>). ~15 minutes on 2 cores.
 set -euo pipefail
-ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-# shellcheck source=../bin/lib/common.sh
-source "$ROOT/bin/lib/common.sh"
-# shellcheck source=lib/report.sh
-source "$ROOT/bench/lib/report.sh"
-jdist_own_path
-jdist_find_jdk
+source "$(PATH=/usr/bin:/bin; dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib/start.sh"
 OUT=${1:-$ROOT/bench-results/kernels-$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 JDIST="$ROOT/bin/jdist"

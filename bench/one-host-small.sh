@@ -20,12 +20,7 @@
 #
 # Needs Open MPI (installed when run as root). docs/benchmarks.md "Small messages on one host" records the figures.
 set -euo pipefail
-ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-source "$ROOT/bin/lib/common.sh"
-# shellcheck source=lib/report.sh
-source "$ROOT/bench/lib/report.sh"
-jdist_own_path
-jdist_find_jdk
+source "$(PATH=/usr/bin:/bin; dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib/start.sh"
 RUNS=${1:-5}
 OUT=${2:-$ROOT/bench-results/one-host-$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"

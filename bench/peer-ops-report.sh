@@ -9,12 +9,7 @@
 # 16MiB). Needs (installed when run as root): openmpi-bin libopenmpi-dev. Run it on a quiet machine: every result
 # file records the load average before and after.
 set -euo pipefail
-ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-source "$ROOT/bin/lib/common.sh"
-# shellcheck source=lib/report.sh
-source "$ROOT/bench/lib/report.sh"
-jdist_own_path
-jdist_find_jdk
+source "$(PATH=/usr/bin:/bin; dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib/start.sh"
 OUT=${1:-$ROOT/bench-results/peer-ops-$(date -u +%Y%m%d-%H%M%S)}
 MAX=${2:-16MiB}
 mkdir -p "$OUT"

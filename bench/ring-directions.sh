@@ -9,12 +9,7 @@
 # docs/benchmarks.md "Two ranks on one host: one direction up to 16 MiB" records what it measured and the default rule
 # (docs/reference/collectives.md §10.9) it set.
 set -euo pipefail
-ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-source "$ROOT/bin/lib/common.sh"
-# shellcheck source=lib/report.sh
-source "$ROOT/bench/lib/report.sh"
-jdist_own_path
-jdist_find_jdk
+source "$(PATH=/usr/bin:/bin; dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib/start.sh"
 RANKS=${1:-2}
 RUNS=${2:-5}
 OUT=${3:-$ROOT/bench-results/ring-directions-$(date -u +%Y%m%d-%H%M%S)}

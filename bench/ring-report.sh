@@ -8,12 +8,7 @@
 # Usage: bench/ring-report.sh [OUT_DIR]   (default: bench-results/<UTC date-time>). Takes ~15 minutes on 2 cores.
 # Run it on a quiet machine: the header records the load average before and after.
 set -euo pipefail
-ROOT=$(PATH=/usr/bin:/bin; cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-source "$ROOT/bin/lib/common.sh"
-# shellcheck source=lib/report.sh
-source "$ROOT/bench/lib/report.sh"
-jdist_own_path
-jdist_find_jdk
+source "$(PATH=/usr/bin:/bin; dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib/start.sh"
 OUT=${1:-$ROOT/bench-results/$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 JDIST="$ROOT/bin/jdist"
