@@ -45,6 +45,9 @@ usage: bench/cluster/run.sh [options]
                        middle sizes more (e.g. 20:20) when they are what you compare
   --latency-calls W:I  the same for the latency sweep (default 20:200; --quick 10:50)
   --jdist-env K=V      an environment variable for every jdist rank (repeatable), e.g. JDIST_RING_SPIN_US=0
+  --jit-warmup S       jdist bench's JIT warm-up before each op's first row (default: jdist bench's, 2 s); with 8 or
+                       more hosts on 2 cores the JVMs are still compiling after 2 s and the first row (4 B) is slower
+                       than the next, so give 10 when the smallest size is what you compare
   --tune               after each host count's sweeps, jdist bench --tune (every algorithm at every size, interleaved)
                        for all_sum, all_gather and sum_scatter from 4 B to the smaller of --max-size and 4 MiB: writes
                        n<N>/rules.json, rules for this cluster that a later run reads with
@@ -56,7 +59,7 @@ EOF
 ARGS=("$@")   # for the report: the options as given
 HOSTS_LIST=4,8,16 RATE=1gbit CAL_RATES=none,2gbit,1gbit,500mbit,200mbit IMPLS=jdist,mpi,gloo OPS=all_sum,all_gather
 MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 SEND_QUEUE_MS=10 GSO=65536 RPH=1 DELAY_MS=0 LATENCY_ONLY=0 BW_CALLS= LAT_CALLS=
-JDIST_ENV=()
+JDIST_ENV=() JIT_WARMUP=
 TUNE=0 TUNE_CALLS=5:20 TUNE_MAX=$((4 << 20))   # --tune stops at 4 MiB: above it the defaults choose the ring
 RECEIVE_QUEUE_MS=10   # the receiving side's tbf queue, fixed: the switch port in front of a host
 HOSTS_SET=0 CAL_SET=0 MAX_SET=0
@@ -81,6 +84,7 @@ while [ $# -gt 0 ]; do
     --bandwidth-calls) BW_CALLS=$2; shift ;;
     --latency-calls) LAT_CALLS=$2; shift ;;
     --jdist-env) JDIST_ENV+=("$2"); shift ;;
+    --jit-warmup) JIT_WARMUP=$2; shift ;;
     --tune) TUNE=1 ;;
     --tune-calls) TUNE_CALLS=$2; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -419,6 +423,7 @@ bench_n() { # n
           local env_args=() e
           for e in "${JDIST_ENV[@]}"; do env_args+=(--env "$e"); done
           [ "$impl" = ring ] && env_args+=(--env JDIST_ALGO=ring)
+          [ -n "$JIT_WARMUP" ] && env_args+=(--jit-warmup "$JIT_WARMUP")
           bounded "$LIMIT" "$ROOT/bin/jdist" bench --hostfile "$d/hosts.json" "${env_args[@]}" --op "$OPS" --sizes "$min:$max" -f "$f" \
             -w "$w" -i "$it" --csv >"$d/$impl-$name.csv" 2>"$d/$impl-$name.log" || rc=$?
           phase_end "$n" "$impl-$name" "$rc"
