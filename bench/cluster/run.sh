@@ -45,9 +45,10 @@ usage: bench/cluster/run.sh [options]
                        middle sizes more (e.g. 20:20) when they are what you compare
   --latency-calls W:I  the same for the latency sweep (default 20:200; --quick 10:50)
   --jdist-env K=V      an environment variable for every jdist rank (repeatable), e.g. JDIST_RING_SPIN_US=0
-  --jit-warmup S       jdist bench's JIT warm-up before each op's first row (default: jdist bench's, 2 s); with 8 or
-                       more hosts on 2 cores the JVMs are still compiling after 2 s and the first row (4 B) is slower
-                       than the next, so give 10 when the smallest size is what you compare
+  --jit-warmup S       jdist bench's JIT warm-up before each op's first row, for the sweeps and --tune (default:
+                       jdist bench's, 2 s); with 8 or more hosts on 2 cores the JVMs are still compiling after 2 s
+                       and the first row (4 B) is slower than the next, so give 10 when the smallest size is what
+                       you compare
   --tune               after each host count's sweeps, jdist bench --tune (every algorithm at every size, interleaved)
                        for all_sum, all_gather and sum_scatter from 4 B to the smaller of --max-size and 4 MiB: writes
                        n<N>/rules.json, rules for this cluster that a later run reads with
@@ -153,6 +154,12 @@ for calls in "--bandwidth-calls:$BW_CALLS" "--latency-calls:$LAT_CALLS" "--tune-
     || die "$opt takes WARMUP:ITERS, e.g. 20:20 (warm-up calls 0 or more, timed calls 1 or more), got '$v'"
 done
 for e in "${JDIST_ENV[@]}"; do [[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "--jdist-env takes NAME=VALUE, got '$e'"; done
+[ -z "$JIT_WARMUP" ] || { [[ $JIT_WARMUP =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v s="$JIT_WARMUP" 'BEGIN {exit !(s <= 600)}'; } \
+  || die "--jit-warmup takes seconds 0..600, got '$JIT_WARMUP'"
+# What every jdist bench of this run gets (the sweeps' and the tuner's): the --jdist-env variables and --jit-warmup
+JDIST_ARGS=()
+for e in "${JDIST_ENV[@]}"; do JDIST_ARGS+=(--env "$e"); done
+[ -z "$JIT_WARMUP" ] || JDIST_ARGS+=(--jit-warmup "$JIT_WARMUP")
 [[ $DELAY_MS =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v d="$DELAY_MS" 'BEGIN {exit !(d <= 1000)}' \
   || die "--delay-ms takes milliseconds 0..1000, got '$DELAY_MS'"
 
@@ -420,11 +427,9 @@ bench_n() { # n
         jdist|ring)
           log "$n hosts: jdist bench$([ "$impl" = ring ] && echo " (JDIST_ALGO=ring)"), $name sweep"
           phase_start; rc=0
-          local env_args=() e
-          for e in "${JDIST_ENV[@]}"; do env_args+=(--env "$e"); done
-          [ "$impl" = ring ] && env_args+=(--env JDIST_ALGO=ring)
-          [ -n "$JIT_WARMUP" ] && env_args+=(--jit-warmup "$JIT_WARMUP")
-          bounded "$LIMIT" "$ROOT/bin/jdist" bench --hostfile "$d/hosts.json" "${env_args[@]}" --op "$OPS" --sizes "$min:$max" -f "$f" \
+          local args=("${JDIST_ARGS[@]}")
+          [ "$impl" = ring ] && args+=(--env JDIST_ALGO=ring)
+          bounded "$LIMIT" "$ROOT/bin/jdist" bench --hostfile "$d/hosts.json" "${args[@]}" --op "$OPS" --sizes "$min:$max" -f "$f" \
             -w "$w" -i "$it" --csv >"$d/$impl-$name.csv" 2>"$d/$impl-$name.log" || rc=$?
           phase_end "$n" "$impl-$name" "$rc"
           ;;
@@ -469,12 +474,11 @@ bench_n() { # n
 
 # jdist bench --tune on this host count: n<N>/rules.json and the rows it chose from (n<N>/tune.json)
 tune_n() {
-  local n=$1 d=$2 rc=0 env_args=() e w it max=$((TUNE_MAX < MAX_BYTES ? TUNE_MAX : MAX_BYTES))
-  for e in "${JDIST_ENV[@]}"; do env_args+=(--env "$e"); done
+  local n=$1 d=$2 rc=0 w it max=$((TUNE_MAX < MAX_BYTES ? TUNE_MAX : MAX_BYTES))
   IFS=: read -r w it <<<"$TUNE_CALLS"
   log "$n hosts: jdist bench --tune, 4 B to $max B"
   phase_start
-  bounded "$LIMIT" "$ROOT/bin/jdist" bench --hostfile "$d/hosts.json" "${env_args[@]}" --tune "$d/rules.json" \
+  bounded "$LIMIT" "$ROOT/bin/jdist" bench --hostfile "$d/hosts.json" "${JDIST_ARGS[@]}" --tune "$d/rules.json" \
     --op all_sum,all_gather,sum_scatter --sizes "4:$max" -f 4 -w "$w" -i "$it" \
     --json >"$d/tune.json" 2>"$d/tune.log" || rc=$?
   phase_end "$n" "jdist-tune" "$rc"
