@@ -285,11 +285,16 @@ public final class Group implements AutoCloseable {
      */
     private void checkPeer(String what, int peer) {
         checkPeerRank(what, peer);
-        if (impl.mlxWire() && !membersJdist) {
+        if (impl.mlxWire()) {
             String rule = impl.beyondMlxPointToPoint(peer);
-            if (rule != null) {
+            if (rule != null && !membersJdist) {
                 throw new IllegalArgumentException("rank " + rank() + " cannot " + what + " rank " + peer + ": " + rule
                         + ". Sending to any rank is not supported with MLX peers in the group; " + jdistMembersHint());
+            }
+            String limited = rule == null ? null : impl.jdistReachLimited();
+            if (limited != null) {
+                throw new IllegalArgumentException("rank " + rank() + " cannot " + what + " rank " + peer + ": " + rule + ", "
+                        + "because " + limited);
             }
         }
     }
@@ -353,7 +358,7 @@ public final class Group implements AutoCloseable {
     /** Returns once every member of the group has called it (§13.3). */
     public void barrier() {
         if (size() == 1) return;
-        checkJdistOperation("barrier");
+        checkJdistMembers("barrier");   // built on all_sum: the ring runs it without direct connections
         queue.run(OperationTrace.Kind.BARRIER, null, null, 0, -1, () -> {
             impl.barrier();
             return null;
@@ -362,7 +367,7 @@ public final class Group implements AutoCloseable {
 
     public CompletableFuture<Void> barrierAsync() {
         if (size() == 1) return CompletableFuture.completedFuture(null);
-        checkJdistOperation("barrier");
+        checkJdistMembers("barrier");   // built on all_sum: the ring runs it without direct connections
         return queue.submit(OperationTrace.Kind.BARRIER, null, null, 0, -1, () -> {
             impl.barrier();
             return null;
@@ -700,10 +705,17 @@ public final class Group implements AutoCloseable {
     }
 
     /** §13.1: on backends whose bytes are MLX's, the operations MLX lacks need every member to be jdist. */
-    private void checkJdistOperation(String op) {
+    private void checkJdistMembers(String op) {
         if (impl.mlxWire() && !membersJdist) {
             throw new UnsupportedCollectiveException(op + " is not supported with MLX peers in the group: " + jdistMembersHint());
         }
+    }
+
+    /** The same, for an operation that also needs any member to reach any other (§10.1: not on a ring of cables). */
+    private void checkJdistOperation(String op) {
+        checkJdistMembers(op);
+        String limited = impl.mlxWire() ? impl.jdistReachLimited() : null;
+        if (limited != null) throw new UnsupportedCollectiveException("rank " + rank() + ": " + op + " is not supported here: " + limited);
     }
 
     private String jdistMembersHint() {

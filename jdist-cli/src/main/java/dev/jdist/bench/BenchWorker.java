@@ -94,6 +94,11 @@ public final class BenchWorker {
      * (so that a noisy moment hurts every algorithm of a size alike), each forced on every rank in the same order.
      */
     static void tune(Group group, Spec spec) throws IOException {
+        if (group.impl() instanceof RingGroup rg && rg.unreachable().isPresent()) {
+            throw new IllegalStateException("jdist bench --tune measures the algorithms between jdist ranks, which need direct "
+                    + "connections between the ranks, and in this job " + rg.unreachable().get() + "; the group runs the ring "
+                    + "at every size, so there is nothing to tune");
+        }
         if (!(group.impl() instanceof RingGroup rg) || rg.peerMesh().isEmpty()) {
             throw new IllegalStateException("jdist bench --tune measures the ring's algorithms between jdist ranks, but this job's "
                     + "group is " + group.backend() + (group.impl() instanceof RingGroup ? " without a job token (MLX peers may be "

@@ -173,13 +173,16 @@ public final class PeerMesh implements AutoCloseable {
 
     // ------------------------------------------------------------------ set-up
 
-    /** Binds a mesh listener on {@code ip}, port chosen by the system; {@code owner} names it in errors. */
-    public static ServerSocketChannel listen(InetAddress ip, String owner) {
+    /**
+     * Binds a mesh listener on {@code ip}, port chosen by the system; {@code owner} names it in errors. The backlog holds
+     * the reachability probes of every other member ({@link #probe}) as well as the connections that follow.
+     */
+    public static ServerSocketChannel listen(InetAddress ip, String owner, int members) {
         ServerSocketChannel ch = null;
         try {
             ch = ServerSocketChannel.open(StandardProtocolFamily.INET);
             ch.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            ch.bind(new InetSocketAddress(ip, 0), BACKLOG);
+            ch.bind(new InetSocketAddress(ip, 0), Math.max(BACKLOG, 2 * members));
             ch.configureBlocking(false);
             return ch;
         } catch (IOException e) {
@@ -295,6 +298,71 @@ public final class PeerMesh implements AutoCloseable {
 
     /** Whether members {@code a} and {@code b} run on one host. */
     public boolean sameHost(int a, int b) { return members.get(a).hostId() == members.get(b).hostId(); }
+
+    // ------------------------------------------------------------------ reachability (docs/reference/collectives.md §10.1)
+
+    /**
+     * Tries one TCP connection to every higher-ranked member on another host, at its mesh address, all at once, and
+     * closes each as soon as it is made: the connections this member would open later ({@link #connect}). Returns
+     * {@link #size()} bytes, byte q a {@link MeshReach.Outcome} code for member q ({@code REACHED} for the members not
+     * probed). Blocks at most {@code limit}; a member whose connection is still pending then counts as timed out.
+     */
+    public byte[] probe(Duration limit) {
+        byte[] outcome = new byte[size()];
+        Map<SocketChannel, Integer> waiting = new LinkedHashMap<>();
+        try (Selector probes = Selector.open()) {
+            for (int q = rank + 1; q < size(); q++) {
+                if (sameHost(rank, q)) continue;
+                SocketChannel ch = null;
+                try {
+                    ch = SocketChannel.open(StandardProtocolFamily.INET);
+                    ch.configureBlocking(false);
+                    if (ch.connect(members.get(q).address())) {
+                        closeQuietly(ch);
+                    } else {
+                        ch.register(probes, SelectionKey.OP_CONNECT);
+                        waiting.put(ch, q);
+                    }
+                } catch (IOException e) {
+                    closeQuietly(ch);
+                    outcome[q] = probeFailed(q, e);
+                }
+            }
+            long end = System.nanoTime() + limit.toNanos();
+            while (!waiting.isEmpty()) {
+                long left = end - System.nanoTime();
+                if (left <= 0) break;
+                probes.select(Math.max(1, left / 1_000_000));
+                for (SelectionKey key : probes.selectedKeys()) {
+                    SocketChannel ch = (SocketChannel) key.channel();
+                    int q = waiting.remove(ch);
+                    try {
+                        ch.finishConnect();
+                    } catch (IOException e) {
+                        outcome[q] = probeFailed(q, e);
+                    }
+                    key.cancel();
+                    closeQuietly(ch);
+                }
+                probes.selectedKeys().clear();
+            }
+            for (Map.Entry<SocketChannel, Integer> w : waiting.entrySet()) {
+                closeQuietly(w.getKey());
+                outcome[w.getValue()] = (byte) MeshReach.Outcome.TIMED_OUT.ordinal();
+                log("probe of rank " + w.getValue() + " at " + members.get(w.getValue()).text() + ": no answer within " + limit.toMillis() + " ms");
+            }
+        } catch (IOException e) {
+            throw new ConnectFailedException("rank " + rank + ": cannot probe the mesh's members: " + e, e);
+        } finally {
+            for (SocketChannel ch : waiting.keySet()) closeQuietly(ch);
+        }
+        return outcome;
+    }
+
+    private byte probeFailed(int q, IOException e) {
+        log("probe of rank " + q + " at " + members.get(q).text() + ": " + e);
+        return (byte) MeshReach.Outcome.of(e).ordinal();
+    }
 
     /** How many distinct hosts the members run on. */
     public int hosts() { return (int) members.stream().mapToLong(Member::hostId).distinct().count(); }
@@ -719,6 +787,10 @@ public final class PeerMesh implements AutoCloseable {
                     if (in != null && in.hasRemaining()) {
                         int got = channel.read(in);
                         if (got < 0) {
+                            if (!connector && stage == 0 && in.position() == 0) {
+                                dropQuietly();   // a member's reachability probe (probe()): it sends nothing
+                                return;
+                            }
                             fail("closed the connection during the mesh handshake");
                             return;
                         }
@@ -849,6 +921,15 @@ public final class PeerMesh implements AutoCloseable {
                 return;
             }
             established(channel, peer, connector, key, links);
+        }
+
+        private void dropQuietly() {
+            finished = true;
+            if (key != null) key.cancel();
+            closeQuietly(channel);
+            synchronized (pending) {
+                pending.remove(this);
+            }
         }
 
         private boolean fail(String why) {

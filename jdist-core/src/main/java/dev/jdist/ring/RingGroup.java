@@ -13,6 +13,7 @@ import dev.jdist.algo.HostLayout;
 import dev.jdist.algo.MeshAlgorithms;
 import dev.jdist.algo.PeerOperations;
 import dev.jdist.algo.Topology;
+import dev.jdist.mesh.MeshReach;
 import dev.jdist.mesh.MeshSchedule;
 import dev.jdist.mesh.MeshTransport;
 import dev.jdist.mesh.PeerMesh;
@@ -29,6 +30,7 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.ServerSocketChannel;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -65,6 +67,10 @@ public final class RingGroup implements GroupImpl {
     private static final String[] REDUCE_NAMES = {"all_sum", "all_max", "all_min"};
     /** Set once every member is known to be jdist (docs/reference/collectives.md §10); null before, and for good when MLX peers may be present. */
     private volatile MeshState mesh;
+    /** Why every member is jdist and yet there is no mesh: not every pair of ranks can connect (§10.1); null otherwise. */
+    private volatile String unreachable;
+    /** How long the reachability probes may take at most (a peer that drops packets silently costs this once). */
+    static final Duration PROBE_LIMIT = Duration.ofSeconds(5);
 
     /** The peer mesh, its transport, the algorithm policy and what the mesh algorithms reuse between calls. */
     private static final class MeshState {
@@ -350,6 +356,7 @@ public final class RingGroup implements GroupImpl {
             peerOperations(m).send(x, dst);
             return;
         }
+        if (unreachable != null && beyondMlxPointToPoint(dst) != null) throw needsDirectConnections("send to rank " + dst);
         pointToPoint("send to rank " + dst, lastSend, x, dst, true);
     }
 
@@ -361,6 +368,7 @@ public final class RingGroup implements GroupImpl {
             peerOperations(m).recv(out, src);
             return;
         }
+        if (unreachable != null && beyondMlxPointToPoint(src) != null) throw needsDirectConnections("recv from rank " + src);
         pointToPoint("recv from rank " + src, lastRecv, out, src, false);
     }
 
@@ -377,9 +385,24 @@ public final class RingGroup implements GroupImpl {
         return "the ring sends only to a neighbour: ranks " + left + " (left) and " + right + " (right) of " + size;
     }
 
+    /** An operation that needs the mesh, in a group of jdist ranks where not every pair can connect (§10.1); Group checks first. */
+    private dev.jdist.UnsupportedCollectiveException needsDirectConnections(String op) {
+        return new dev.jdist.UnsupportedCollectiveException("rank " + rank + ": " + op + " is not supported here: " + jdistReachLimited());
+    }
+
+    @Override
+    public String jdistReachLimited() {
+        String why = unreachable;
+        return why == null ? null : "it needs direct connections between the ranks, and in this group " + why + " (a ring "
+                + "of cables, such as Thunderbolt, links only neighbours). Give every host a first hostfile address that every "
+                + "other host reaches, or keep to all_sum, all_max, all_min, all_gather, sum_scatter and send/recv between "
+                + "neighbours";
+    }
+
     /** The peer mesh, which every operation MLX lacks runs over; Group lets them through only for jdist members. */
     private MeshState meshFor(String op) {
         MeshState m = mesh;
+        if (m == null && unreachable != null) throw needsDirectConnections(op);
         if (m == null) {
             throw new dev.jdist.UnsupportedCollectiveException(op + " is not supported with MLX peers in the group: the ring "
                     + "runs it only between jdist ranks (set JDIST_JOB_TOKEN, or start the job with jdist launch)");
@@ -524,10 +547,11 @@ public final class RingGroup implements GroupImpl {
             String who = "rank " + rank + " -> split colour " + color + " rank " + newRank;
             RingGroup child = form(sub, listeners, new RingLog(settings.verbose(), who));
             MeshState m = mesh;
+            child.unreachable = unreachable;   // no mesh here, none in a part of it
             if (m != null) {
                 // the members of a jdist group are jdist: the sub-ring gets its own mesh, with the parent's policy
                 try {
-                    child.formMesh(m.policy, m.hostId, m.tcpOnly, who);
+                    child.formMesh(m.policy, m.hostId, m.tcpOnly, who, false);   // a part of a mesh whose pairs all connect
                 } catch (RuntimeException | Error e) {
                     child.close();
                     throw e;
@@ -554,7 +578,7 @@ public final class RingGroup implements GroupImpl {
         String transportText = env.get(RingSettings.TRANSPORT);
         boolean tcpOnly = transportText != null && !transportText.isBlank()
                 && RingSettings.parseTransport(transportText) == RingSettings.Transport.TCP;
-        formMesh(AlgorithmPolicy.fromEnvironment(env), hostId(env), tcpOnly, "rank " + rank);
+        formMesh(AlgorithmPolicy.fromEnvironment(env), hostId(env), tcpOnly, "rank " + rank, true);
     }
 
     /**
@@ -570,11 +594,14 @@ public final class RingGroup implements GroupImpl {
     /** Overrides the host identity the hierarchical algorithms group ranks by. */
     public static final String HOST_ID_VARIABLE = "JDIST_HOST_ID";
 
-    /** Binds the mesh listener on this rank's ring address, exchanges the records over the ring, forms the mesh. */
-    private void formMesh(AlgorithmPolicy policy, long hostId, boolean tcpOnly, String who) {
+    /**
+     * Binds the mesh listener on this rank's ring address, exchanges the records over the ring, forms the mesh; with
+     * {@code probe}, first checks that every pair of members can connect (§10.1) and otherwise keeps to the ring.
+     */
+    private void formMesh(AlgorithmPolicy policy, long hostId, boolean tcpOnly, String who, boolean probe) {
         transport.checkUsable("forming the peer mesh");
         InetAddress ip = settings.hostfile().addresses(rank).getFirst().socketAddress().getAddress();
-        ServerSocketChannel listener = PeerMesh.listen(ip, "rank " + rank);
+        ServerSocketChannel listener = PeerMesh.listen(ip, "rank " + rank, size);
         // Pairs on one host use shared memory over a shared-memory ring, and, unless JDIST_TRANSPORT=tcp, in a job across
         // several hosts (the hierarchy's step inside a host); every member must choose alike, so the choice rides in the
         // settings digest beside the algorithm policy.
@@ -594,7 +621,44 @@ public final class RingGroup implements GroupImpl {
             RingConnector.closeQuietly(listener);
             throw e;
         }
+        MeshReach reach = null;
+        try {
+            if (probe) reach = agreeOnReach(m);
+        } catch (RuntimeException | Error e) {
+            m.close();
+            throw e;
+        }
+        if (reach != null && !reach.complete()) {
+            unreachable = reach.describe(m);
+            m.close();
+            if (rank == 0) {
+                System.err.println("jdist: rank 0: " + unreachable + ". So this "
+                        + "group runs the ring, over each rank's connections to its two neighbours, at every size: jdist's "
+                        + "size-aware algorithms (" + AlgorithmPolicy.VARIABLE + ", rules files) and broadcast, all_to_all, "
+                        + "gather, scatter and batched send/recv need direct connections. Expected on a ring of cables "
+                        + "(Thunderbolt); otherwise check the routes and firewalls between the hosts' first hostfile addresses");
+            }
+            return;
+        }
         mesh = new MeshState(m, new Topology(size, m.hosts(), shmRing), hostId, tcpOnly, policy);
+    }
+
+    /**
+     * Every member probes the members it would connect to (§10.1) and the outcomes are all-gathered over the ring, so
+     * that every member reaches the same verdict. Members all on one host reach each other and skip it.
+     */
+    private MeshReach agreeOnReach(PeerMesh m) {
+        if (m.hosts() == 1) return new MeshReach(size, new byte[size * size]);
+        Duration limit = settings.timeout().compareTo(PROBE_LIMIT) < 0 ? settings.timeout() : PROBE_LIMIT;
+        byte[] mine = m.probe(limit);
+        Array all = Array.zeros(DType.UINT8, size * size);
+        allGather(Array.fromBytes(DType.UINT8, mine, mine.length), all);
+        return new MeshReach(size, all.toBytes());
+    }
+
+    /** Why this group of jdist ranks has no mesh (some pairs of ranks cannot connect), or empty. */
+    public Optional<String> unreachable() {
+        return Optional.ofNullable(unreachable);
     }
 
     /** The policy's digest, told apart when same-host pairs across several hosts use shared memory. */

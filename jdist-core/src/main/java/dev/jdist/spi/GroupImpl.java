@@ -123,6 +123,13 @@ public interface GroupImpl extends AutoCloseable {
     default String beyondMlxPointToPoint(int peer) { return null; }
 
     /**
+     * For an {@link #mlxWire} backend whose members are all jdist: why a member reaches only what MLX allows (the ring:
+     * its neighbours) although every member is jdist, e.g. because not every pair of ranks can connect (the ring's
+     * reachability check, docs/reference/collectives.md §10.1); null when any member reaches any other.
+     */
+    default String jdistReachLimited() { return null; }
+
+    /**
      * Called once, on every member at the same point before the first operation, when every member of this group is
      * known to be jdist ({@code table}: the job met through a rendezvous, or formed from MLX variables with a job token
      * and passed the agreement check). From then on the backend may use what only jdist ranks understand (the ring: its

@@ -32,7 +32,8 @@ import java.util.stream.Stream;
  *
  * <p>Addresses: a free {@code 10.222.S.0/24} subnet chosen per cluster; the bridge (the launcher's side)
  * is {@code 10.222.S.1}, host i is {@code 10.222.S.(10+i)}, and {@code 10.222.S.250} is held by nobody
- * ({@link #unusedAddress()}, for "unreachable host" tests). Traffic goes only to these addresses.
+ * ({@link #unusedAddress()}, for "unreachable host" tests). {@link #addNetwork()} and {@link #addRingOfCables()} add
+ * addresses of their own. Traffic goes only to these addresses.
  *
  * <p>ssh: a generated client key logs in as root; {@link #sshConfig()} is an {@code ssh -F} file that
  * defines the aliases {@link #hostName(int)} (and applies to the raw addresses too) with BatchMode,
@@ -191,6 +192,35 @@ public final class NetnsCluster implements AutoCloseable {
             run("ip", "netns", "exec", ns, "ip", "link", "set", "eth" + net, "up");
         }
         return net;
+    }
+
+    /**
+     * Joins the hosts in a ring of point-to-point links, as a ring of Thunderbolt cables joins Macs: cable k runs from
+     * host k's interface {@code right} ({@code 10.223.0.(4k+1)/30}) to host k+1's {@code left} ({@code 10.223.0.(4k+2)/30}),
+     * the last back to host 0. Nothing routes between cables, so over them a host reaches only its two neighbours
+     * (ssh keeps to {@code eth0}). The addresses exist only inside the namespaces, which own both ends of every cable,
+     * so clusters do not collide; the cables go with the namespaces. Needs at least 3 hosts; at most 63.
+     */
+    public synchronized void addRingOfCables() {
+        int n = size();
+        if (n < 3 || n > 63) throw new IllegalArgumentException("a ring of cables needs 3 to 63 hosts, not " + n);
+        for (int k = 0; k < n; k++) {
+            String a = namespace(k), b = namespace((k + 1) % n);
+            run("ip", "link", "add", "name", "right", "netns", a, "type", "veth", "peer", "name", "left", "netns", b);
+            run("ip", "netns", "exec", a, "ip", "addr", "add", cableAddress(k, true) + "/30", "dev", "right");
+            run("ip", "netns", "exec", b, "ip", "addr", "add", cableAddress(k, false) + "/30", "dev", "left");
+            run("ip", "netns", "exec", a, "ip", "link", "set", "right", "up");
+            run("ip", "netns", "exec", b, "ip", "link", "set", "left", "up");
+        }
+    }
+
+    /** Host i's end of the cable to its left neighbour ({@link #addRingOfCables()}): its ring address, as jdist config writes it. */
+    public String cableAddressFacingLeft(int i) {
+        return cableAddress(Math.floorMod(i - 1, size()), false);
+    }
+
+    private static String cableAddress(int cable, boolean rightEnd) {
+        return "10.223.0." + (4 * cable + (rightEnd ? 1 : 2));
     }
 
     /** The root namespace's address on the bridge (where ssh connections come from). */
