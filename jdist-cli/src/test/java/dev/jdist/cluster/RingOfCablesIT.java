@@ -18,6 +18,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntFunction;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -53,12 +54,21 @@ class RingOfCablesIT {
 
     /** The hostfile jdist config writes for a ring of cables: each host's ips, its end of the cable to its left. */
     private static Path cablesHostfile(Path dir) throws IOException {
+        return hostfile(dir.resolve("cables.json"), cluster::cableAddressFacingLeft);
+    }
+
+    /** The hostfile over the ssh network (one bridge): every host reaches every other. */
+    private static Path bridgeHostfile(Path dir) throws IOException {
+        return hostfile(dir.resolve("bridge.json"), cluster::address);
+    }
+
+    private static Path hostfile(Path file, IntFunction<String> ip) throws IOException {
         StringBuilder hf = new StringBuilder("[");
         for (int i = 0; i < cluster.size(); i++) {
             hf.append(i == 0 ? "" : ", ").append("{\"ssh\": \"").append(cluster.hostName(i)).append("\", \"ips\": [\"")
-                    .append(cluster.cableAddressFacingLeft(i)).append("\"]}");
+                    .append(ip.apply(i)).append("\"]}");
         }
-        return Files.writeString(dir.resolve("hosts.json"), hf.append("]").toString());
+        return Files.writeString(file, hf.append("]").toString());
     }
 
     @Test
@@ -98,16 +108,6 @@ class RingOfCablesIT {
             assertThat(c[11]).as("wrong values").isEqualTo("0");
             assertThat(c[13]).as("algorithm").isEqualTo("ring");
         });
-    }
-
-    /** The hostfile over the ssh network (one bridge): every host reaches every other. */
-    private static Path bridgeHostfile(Path dir) throws IOException {
-        StringBuilder hf = new StringBuilder("[");
-        for (int i = 0; i < cluster.size(); i++) {
-            hf.append(i == 0 ? "" : ", ").append("{\"ssh\": \"").append(cluster.hostName(i)).append("\", \"ips\": [\"")
-                    .append(cluster.address(i)).append("\"]}");
-        }
-        return Files.writeString(dir.resolve("bridge.json"), hf.append("]").toString());
     }
 
     @Test
