@@ -170,12 +170,16 @@ def pick_rates(out):
 
 
 def link_rates(out, ns):
-    """Host count -> (tc rate, bytes per second) of the benchmarks, from n<N>/rate."""
+    """Host count -> (tc rate, bytes per second, label) of the benchmarks, from n<N>/rate and n<N>/nics (run.sh --nics):
+    with several network ports per host the link is all of them together (bytes per second summed)."""
     rates = {}
     for n in ns:
         with open(os.path.join(out, f"n{n}", "rate")) as f:
             rate = f.read().strip()
-        rates[n] = (rate, rate_bps(rate) / 8)
+        nics_file = os.path.join(out, f"n{n}", "nics")
+        nics = int(open(nics_file).read().strip()) if os.path.exists(nics_file) else 1
+        bps = rate_bps(rate)
+        rates[n] = (rate, nics * bps / 8, rate_label(bps) if nics == 1 else f"{nics} × {rate_label(bps)}")
     return rates
 
 
@@ -206,7 +210,7 @@ def headline(rows, links):
 
             def busbw_share(r):
                 return f"{r['busbw']:.3f} ({100 * r['busbw'] / link_gbs:.0f} %)"
-            lines.append(f"| {n} ({rate_label(links[n][1] * 8)}) | {op} | {cell(small, median)} | {cell(1 << 20, busbw)} | {fmt_size(big)}: {cell(big, busbw_share)} |")
+            lines.append(f"| {n} ({links[n][2]}) | {op} | {cell(small, median)} | {cell(1 << 20, busbw)} | {fmt_size(big)}: {cell(big, busbw_share)} |")
     return "\n".join(lines)
 
 
@@ -215,7 +219,7 @@ def ranks_per_host(rows, n):
     return max(r["ranks"] for r in rows if r["n"] == n) // n
 
 
-def plot(rows, n, link_gbs, path):
+def plot(rows, n, link_gbs, link_label, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -248,7 +252,7 @@ def plot(rows, n, link_gbs, path):
     axes[2].set_ylim(0, 1.1)
     axes[0].legend(fontsize=8)
     per_host = ranks_per_host(rows, n)
-    fig.suptitle(f"simulated cluster: {n} hosts (namespaces), link {rate_label(link_gbs * 8e9)} each way (tc tbf), "
+    fig.suptitle(f"simulated cluster: {n} hosts (namespaces), link {link_label} each way (tc tbf), "
                  + ("one rank per host" if per_host == 1 else f"{per_host} ranks per host"))
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -301,7 +305,7 @@ def report(out):
         md += ["## Calibration (iperf3 in every namespace at once)", "", calibration_table(cal, out), ""]
     md += [f"## Side by side (busbw as a share of the link rate; the TCP payload ceiling is {100 * TCP_PAYLOAD_SHARE:.1f} % "
            "of the link)", "", headline(rows, links), ""]
-    for n, (rate, _) in sorted(links.items()):
+    for n, (rate, _, _) in sorted(links.items()):
         verdict = next((c["bound_by"] for c in cal if c["n"] == n and c["rate"] == rate), None)
         if verdict != "link":
             md += [f"**{n} hosts at {rate}: " + ("not calibrated" if verdict is None else "the calibration found this rate "
@@ -311,9 +315,9 @@ def report(out):
     for n in sorted({r["n"] for r in rows}):
         link_gbs = links[n][1] / 1e9
         png = f"cluster-n{n}.png"
-        plot(rows, n, link_gbs, os.path.join(out, png))
+        plot(rows, n, link_gbs, links[n][2], os.path.join(out, png))
         per_host = ranks_per_host(rows, n)
-        md += [f"### {n} hosts" + ("" if per_host == 1 else f" × {per_host} ranks") + f", link {rate_label(link_gbs * 8e9)} "
+        md += [f"### {n} hosts" + ("" if per_host == 1 else f" × {per_host} ranks") + f", link {links[n][2]} "
                f"({link_gbs:.3f} GB/s)", "", f"![{n} hosts]({png})", ""]
         for op in ("all_sum", "all_gather"):
             if any(r["n"] == n and r["op"] == op for r in rows):

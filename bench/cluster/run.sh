@@ -25,6 +25,10 @@ usage: bench/cluster/run.sh [options]
                        flat ring, beside jdist's own choice: the hierarchy when --ranks-per-host is above 1)
   --ranks-per-host R   ranks on every host (default 1); above 1 jdist chooses its hierarchy (hosts are told apart by
                        JDIST_HOST_ID, which each namespace's sshd sets)
+  --nics K             network ports per host (default 1; at most 4): eth0..eth<K-1>, each on a bridge of its own and
+                       shaped to the rate alike; the hostfile lists all K addresses of a host (jdist's ring makes one
+                       connection per address), Open MPI's TCP transport gets every subnet, Gloo every interface; the
+                       report's link is the K ports together. The calibration measures eth0 only
   --ops LIST           all_sum,all_gather (default both)
   --max-size SIZE      largest message of the bandwidth sweep, in bytes or with KiB/MiB (default 64MiB; --quick 16MiB)
   --quick              smoke run: 4 hosts, short sweeps, few iterations (a few minutes)
@@ -59,7 +63,7 @@ EOF
 
 ARGS=("$@")   # for the report: the options as given
 HOSTS_LIST=4,8,16 RATE=1gbit CAL_RATES=none,2gbit,1gbit,500mbit,200mbit IMPLS=jdist,mpi,gloo OPS=all_sum,all_gather
-MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 SEND_QUEUE_MS=10 GSO=65536 RPH=1 DELAY_MS=0 LATENCY_ONLY=0 BW_CALLS= LAT_CALLS=
+MAX_SIZE=64MiB QUICK=0 CALIBRATE=1 BENCH=1 OUT="" BURST=75000 SEND_QUEUE_MS=10 GSO=65536 RPH=1 NICS=1 DELAY_MS=0 LATENCY_ONLY=0 BW_CALLS= LAT_CALLS=
 JDIST_ENV=() JIT_WARMUP=
 TUNE=0 TUNE_CALLS=5:20 TUNE_MAX=$((4 << 20))   # --tune stops at 4 MiB: above it the defaults choose the ring
 RECEIVE_QUEUE_MS=10   # the receiving side's tbf queue, fixed: the switch port in front of a host
@@ -71,6 +75,7 @@ while [ $# -gt 0 ]; do
     --calibrate) CAL_RATES=$2; CAL_SET=1; shift ;;
     --impls) IMPLS=$2; shift ;;
     --ranks-per-host) RPH=$2; shift ;;
+    --nics) NICS=$2; shift ;;
     --ops) OPS=$2; shift ;;
     --max-size) MAX_SIZE=$2; MAX_SET=1; shift ;;
     --quick) QUICK=1 ;;
@@ -145,6 +150,8 @@ fi
 for r in "${CAL[@]}"; do [ "$r" = none ] || rate_bps "$r" >/dev/null; done
 for i in "${IMPL[@]}"; do [[ $i =~ ^(jdist|ring|mpi|gloo)$ ]] || die "--impls: unknown '$i' (jdist, ring, mpi, gloo)"; done
 [[ $RPH =~ ^[1-9][0-9]*$ ]] && [ "$RPH" -le 16 ] || die "--ranks-per-host: a number 1..16, got '$RPH'"
+[[ $NICS =~ ^[1-4]$ ]] || die "--nics: a number 1..4, got '$NICS'"
+[ "$NICS" = 1 ] || [ "$DELAY_MS" = 0 ] || die "--nics and --delay-ms: the delay relays cover eth0 only; use one of them"
 for o in "${OP[@]}"; do [[ $o =~ ^(all_sum|all_gather)$ ]] || die "--ops: unknown '$o' (all_sum, all_gather)"; done
 [[ $BURST =~ ^[0-9]+$ && $GSO =~ ^[0-9]+$ ]] || die "--burst and --gso take a number of bytes"
 [[ $SEND_QUEUE_MS =~ ^[1-9][0-9]*$ ]] || die "--send-queue-ms takes a whole number of milliseconds, 1 or more, not '$SEND_QUEUE_MS'"
@@ -246,10 +253,12 @@ tcp_counts() {
 # receiving side (the bridge-side veth ends); which side drops tells a sender's burst from several senders meeting
 qdisc_dropped() { tc "$@" 2>/dev/null | awk '/dropped/ {gsub("[(),]", ""); for (k = 1; k < NF; k++) if ($k == "dropped") s += $(k+1)} END {print s + 0}'; }
 tbf_drops() {
-  local i sent=0 received=0
+  local i j sent=0 received=0
   for ((i = 0; i < ${#CLUSTER_NAMESPACES[@]}; i++)); do
-    sent=$((sent + $(qdisc_dropped -n "${CLUSTER_NAMESPACES[$i]}" -s qdisc show dev eth0)))
-    received=$((received + $(qdisc_dropped -s qdisc show dev "${CLUSTER_BRIDGE_PORTS[$i]}")))
+    for ((j = 0; j < NICS; j++)); do
+      sent=$((sent + $(qdisc_dropped -n "${CLUSTER_NAMESPACES[$i]}" -s qdisc show dev "eth$j")))
+      received=$((received + $(qdisc_dropped -s qdisc show dev "$(nic_port "$i" "$j")")))
+    done
   done
   echo "$sent $received"
 }
@@ -281,33 +290,43 @@ MPIRUN=$(command -v mpirun.openmpi || command -v mpirun)
 
 # ---------------------------------------------------------------- the cluster
 log "starting $MAX_N namespaces with sshd"
-netns_cluster_start "$MAX_N" "$WORK" "$OUT/cluster.log" || die "the cluster did not start"
+netns_cluster_start "$MAX_N" "$WORK" "$OUT/cluster.log" "$NICS" || die "the cluster did not start"
 export PATH="$CLUSTER_SSH_BIN:$PATH"   # `ssh HOST` now reaches the namespaces (ssh -F the cluster's config)
 log "cluster: bridge $CLUSTER_BRIDGE, $CLUSTER_SUBNET, hosts ${CLUSTER_ADDRESSES[*]}"
 
 in_ns() { local i=$1; shift; ip netns exec "${CLUSTER_NAMESPACES[$i]}" "$@"; }
+# host i's address on network j (eth<j>), and the root-namespace end of its veth there
+nic_address() { if [ "$2" = 0 ]; then echo "${CLUSTER_ADDRESSES[$1]}"; else local -n a="CLUSTER_ADDRESSES_$2"; echo "${a[$1]}"; fi; }
+nic_port() { if [ "$2" = 0 ]; then echo "${CLUSTER_BRIDGE_PORTS[$1]}"; else local -n p="CLUSTER_BRIDGE_PORTS_$2"; echo "${p[$1]}"; fi; }
+ALL_SUBNETS=$CLUSTER_SUBNET
+for ((j = 1; j < NICS; j++)); do sub="CLUSTER_SUBNET_$j"; ALL_SUBNETS+=",${!sub}"; done
 
 # Both directions of every host's link: egress of eth0 inside the namespace (what the host sends) and egress of
 # the bridge-side veth end (what the host receives). gso_max_size bounds the largest packet that reaches tbf.
 shape_all() { # rate | none
-  local i
+  local i j port
   for ((i = 0; i < MAX_N; i++)); do
-    ip link set dev "${CLUSTER_BRIDGE_PORTS[$i]}" gso_max_size "$GSO"
-    in_ns "$i" ip link set dev eth0 gso_max_size "$GSO"
-    if [ "$1" = none ]; then
-      tc qdisc del dev "${CLUSTER_BRIDGE_PORTS[$i]}" root 2>/dev/null || true
-      in_ns "$i" tc qdisc del dev eth0 root 2>/dev/null || true
-    else
-      tc qdisc replace dev "${CLUSTER_BRIDGE_PORTS[$i]}" root tbf rate "$1" burst "$BURST" latency "${RECEIVE_QUEUE_MS}ms"
-      in_ns "$i" tc qdisc replace dev eth0 root tbf rate "$1" burst "$BURST" latency "${SEND_QUEUE_MS}ms"
-    fi
+    for ((j = 0; j < NICS; j++)); do
+      port=$(nic_port "$i" "$j")
+      ip link set dev "$port" gso_max_size "$GSO"
+      in_ns "$i" ip link set dev "eth$j" gso_max_size "$GSO"
+      if [ "$1" = none ]; then
+        tc qdisc del dev "$port" root 2>/dev/null || true
+        in_ns "$i" tc qdisc del dev "eth$j" root 2>/dev/null || true
+      else
+        tc qdisc replace dev "$port" root tbf rate "$1" burst "$BURST" latency "${RECEIVE_QUEUE_MS}ms"
+        in_ns "$i" tc qdisc replace dev "eth$j" root tbf rate "$1" burst "$BURST" latency "${SEND_QUEUE_MS}ms"
+      fi
+    done
   done
 }
 unshape_all() {
-  local i
+  local i j
   for ((i = 0; i < ${#CLUSTER_BRIDGE_PORTS[@]}; i++)); do
-    tc qdisc del dev "${CLUSTER_BRIDGE_PORTS[$i]}" root 2>/dev/null || true
-    ip netns exec "${CLUSTER_NAMESPACES[$i]}" tc qdisc del dev eth0 root 2>/dev/null || true
+    for ((j = 0; j < NICS; j++)); do
+      tc qdisc del dev "$(nic_port "$i" "$j")" root 2>/dev/null || true
+      ip netns exec "${CLUSTER_NAMESPACES[$i]}" tc qdisc del dev "eth$j" root 2>/dev/null || true
+    done
   done
 }
 
@@ -320,6 +339,7 @@ unshape_all() {
   [[ ,$IMPLS, == *,gloo,* ]] && echo "PyTorch (gloo): $("$PY" -c 'import torch, torch.distributed as d; print(torch.__version__, "gloo available:", d.is_gloo_available())' 2>&1 | tail -1)"
   echo "iperf3: $(iperf3 --version | head -1)"
   echo "link: tc tbf burst $BURST on both ends of every host's veth, latency ${SEND_QUEUE_MS}ms sending and ${RECEIVE_QUEUE_MS}ms receiving, rate --rate $RATE; gso_max_size $GSO; MTU 1500; $([ "$DELAY_MS" = 0 ] && echo "no added delay" || echo "added delay $DELAY_MS ms each way on every connection between hosts (bench/lib/delay-relay.py)")"
+  echo "network ports per host: $NICS$([ "$NICS" = 1 ] || echo " (eth0..eth$((NICS - 1)), each on its own bridge and shaped alike; the link in the report is all of them together)")"
   echo "hosts: ${HOSTS[*]}; ranks per host: $RPH; impls: ${IMPL[*]}; ops: ${OP[*]}; sweeps (MIN:MAX:FACTOR:WARMUP:ITERS): ${SWEEPS[*]}"
   echo "command: bench/cluster/run.sh ${ARGS[*]}"
 } >"$OUT/meta.txt"
@@ -405,13 +425,16 @@ bench_n() { # n
   local n=$1 d=$OUT/n$1 i s name rc spec min max f w it
   mkdir -p "$d"
   echo "${RATE_OF[$n]}" >"$d/rate"
+  echo "$NICS" >"$d/nics"
   shape_all "${RATE_OF[$n]}"
   {
     printf '['
     local k sep=""
     for ((i = 0; i < n; i++)); do
+      local ips=() j
+      for ((j = 0; j < NICS; j++)); do ips+=("\"$(nic_address "$i" "$j")\""); done
       for ((k = 0; k < RPH; k++)); do   # a host's ranks next to each other, as jdist launch and mpirun --map-by slot place them
-        printf '%s{"ssh": "%s", "ips": ["%s"]}' "$sep" "${CLUSTER_ALIASES[$i]}" "${CLUSTER_ADDRESSES[$i]}"
+        printf '%s{"ssh": "%s", "ips": [%s]}' "$sep" "${CLUSTER_ALIASES[$i]}" "$(IFS=,; echo "${ips[*]}")"
         sep=', '
       done
     done
@@ -444,7 +467,7 @@ bench_n() { # n
               # never reports back is not covered: the retry below is for that, benchmarks.md "Simulated cluster")
               bounded "$LIMIT" "$MPIRUN" --allow-run-as-root --hostfile "$d/mpi-hosts" -np $((n * RPH)) --map-by slot --bind-to none \
                 --mca plm_rsh_agent ssh --mca plm_rsh_no_tree_spawn 1 --mca orte_startup_timeout 60 --mca btl tcp,self \
-                --mca btl_tcp_if_include "$CLUSTER_SUBNET" --mca oob_tcp_if_include "$CLUSTER_SUBNET" \
+                --mca btl_tcp_if_include "$ALL_SUBNETS" --mca oob_tcp_if_include "$CLUSTER_SUBNET" \
                 --mca mpi_yield_when_idle 1 \
                 "$WORK/mpi_collective" "$([ "$o" = all_sum ] && echo allreduce || echo allgather)" "$min" "$max" "$it" "$w" "$f" --csv \
                 >"$d/mpi-$o-$name.csv" 2>>"$d/mpi-$o-$name.log" || rc=$?
@@ -457,7 +480,7 @@ bench_n() { # n
         gloo)
           log "$n hosts: Gloo, $name sweep"
           phase_start; rc=0
-          bounded "$LIMIT" "$ROOT/bin/jdist" launch --hostfile "$d/hosts.json" --env GLOO_SOCKET_IFNAME=eth0 \
+          bounded "$LIMIT" "$ROOT/bin/jdist" launch --hostfile "$d/hosts.json" --env "GLOO_SOCKET_IFNAME=$(seq -s, -f 'eth%g' 0 $((NICS - 1)))" \
             --env "GLOO_BENCH_MASTER=${CLUSTER_ADDRESSES[0]}:29500" --env "GLOO_BENCH_WORLD_SIZE=$((n * RPH))" \
             -- "$PY" "$ROOT/bench/cluster/gloo_bench.py" --ops "$OPS" --sweep "$spec" \
             >"$d/gloo-$name.csv.raw" 2>"$d/gloo-$name.log" || rc=$?

@@ -182,7 +182,7 @@ public final class NetnsCluster implements AutoCloseable {
         extraBridges.add(br);
         for (int i = 0; i < size(); i++) {
             String ns = namespace(i);
-            String veth = "jw" + tag + "n" + net + "h" + i;
+            String veth = bridgePort(net, i);
             String peer = "jq" + tag + "n" + net + "h" + i;
             run("ip", "link", "add", veth, "type", "veth", "peer", "name", peer);
             run("ip", "link", "set", peer, "netns", ns);
@@ -246,6 +246,16 @@ public final class NetnsCluster implements AutoCloseable {
     /** The root-namespace end of host i's veth pair (attached to the bridge; traffic towards host i leaves through it). */
     public String bridgePort(int i) {
         return "jv" + tag + "h" + i;
+    }
+
+    /** The same for network {@code net} ({@link #addNetwork()}): the root-namespace end of host i's {@code eth<net>}. */
+    public String bridgePort(int net, int i) {
+        return net == 0 ? bridgePort(i) : "jw" + tag + "n" + net + "h" + i;
+    }
+
+    /** How many networks every host is on: 1, plus one for each {@link #addNetwork()}. */
+    public synchronized int networks() {
+        return subnets.size();
     }
 
     /** The {@code ssh -F} configuration file. */
