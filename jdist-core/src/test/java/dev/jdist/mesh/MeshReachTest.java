@@ -7,7 +7,6 @@ import org.junit.jupiter.api.Timeout;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.NoRouteToHostException;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
@@ -96,7 +95,7 @@ class MeshReachTest {
         try {
             byte[] t = new byte[25];
             for (int q = 1; q < 5; q++) t[q] = (byte) MeshReach.Outcome.NO_ROUTE.ordinal();   // rank 0 reaches nobody
-            String port2 = Integer.toString(((InetSocketAddress) mesh.member(2).address()).getPort());
+            String port2 = Integer.toString(mesh.member(2).address().getPort());
             assertThat(new MeshReach(5, t).describe(mesh))
                     .startsWith("4 pairs of ranks cannot connect directly (rank 0 -> rank 1 at 127.0.0.1:")
                     .contains("; rank 0 -> rank 2 at 127.0.0.1:" + port2 + ": no route to its address; ")
