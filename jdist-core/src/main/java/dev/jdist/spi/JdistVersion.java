@@ -11,11 +11,13 @@ public final class JdistVersion {
      * start-up record, the ring's jdist extensions (authentication, split, sum_scatter). Raised whenever one of
      * them changes incompatibly; ranks with different values refuse to form a group. 2: between jdist ranks on
      * several hosts the ring's large messages run in one direction (docs/reference/collectives.md §10.12), which
-     * ranks of protocol 1 would run in two. A change to jdist's default algorithm rules needs no raise: the mesh's
+     * ranks of protocol 1 would run in two. 3: before the mesh is used, ranks on several hosts probe each other and
+     * all-gather the outcomes over the ring (docs/reference/collectives.md §10.1), an exchange ranks of protocol 2 would
+     * not join. A change to jdist's default algorithm rules needs no raise: the mesh's
      * settings digest covers them, so ranks of builds whose defaults differ refuse each other there
      * ({@link dev.jdist.algo.AlgorithmPolicy#digest()}).
      */
-    public static final int WIRE_PROTOCOL = 2;
+    public static final int WIRE_PROTOCOL = 3;
 
     private JdistVersion() {}
 
