@@ -20,6 +20,12 @@ public final class RingSchedule {
 
     /** MLX's minimum bytes per rank per segment before another part is added. */
     public static final long MIN_PART_BYTES = 262_144;
+    /**
+     * The same for the one-direction ring between jdist ranks (docs/reference/collectives.md §10.12): its k parts ride k
+     * connections, one per address of a host (one per network port), so a middle-sized message is cut as soon as each
+     * part still moves 16 KiB per rank per step; MLX's 256 KiB kept a 1 MiB all_sum of 4 hosts on one of two ports.
+     */
+    public static final long ONE_DIRECTION_MIN_PART_BYTES = 16_384;
     /** MLX's small-path scratch: {@code n * itemsize} must not exceed it. */
     public static final int SMALL_PATH_LIMIT_BYTES = 1024;
     /** Point-to-point split granularity: at least this many bytes per socket. */
@@ -70,10 +76,15 @@ public final class RingSchedule {
 
     /**
      * §3.6.1 with {@code directions} (2: MLX's rule; 1: §10.12's one-direction ring) in place of the 2:
-     * {@code P = max(1, min(directions*k, floor(N / (n*262144))))}.
+     * {@code P = max(1, min(directions*k, floor(N / (n*m))))}, m = 262144 (MLX's) or, in one direction, 16384.
      */
     public static int allReducePartCount(long bytes, int n, int k, int directions) {
-        return (int) Math.max(1, Math.min((long) directions * k, bytes / (n * MIN_PART_BYTES)));
+        return (int) Math.max(1, Math.min((long) directions * k, bytes / (n * minPartBytes(directions))));
+    }
+
+    /** The least bytes per rank per part: MLX's, or the one-direction ring's. */
+    public static long minPartBytes(int directions) {
+        return directions == ONE_DIRECTION ? ONE_DIRECTION_MIN_PART_BYTES : MIN_PART_BYTES;
     }
 
     /** §3.6.1: the parts of a large-path all-reduce, offsets and lengths in elements. */
@@ -193,9 +204,9 @@ public final class RingSchedule {
         return allGatherPartCount(bytes, k, BOTH_DIRECTIONS);
     }
 
-    /** §3.7 with {@code directions} in place of the 2: {@code G = max(1, min(directions*k, floor(N / 262144)))}. */
+    /** §3.7 with {@code directions} in place of the 2: {@code G = max(1, min(directions*k, floor(N / m)))}, m as above. */
     public static int allGatherPartCount(long bytes, int k, int directions) {
-        return (int) Math.max(1, Math.min((long) directions * k, bytes / MIN_PART_BYTES));
+        return (int) Math.max(1, Math.min((long) directions * k, bytes / minPartBytes(directions)));
     }
 
     /**

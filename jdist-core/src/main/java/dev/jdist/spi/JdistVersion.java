@@ -13,11 +13,12 @@ public final class JdistVersion {
      * several hosts the ring's large messages run in one direction (docs/reference/collectives.md §10.12), which
      * ranks of protocol 1 would run in two. 3: before the mesh is used, ranks on several hosts probe each other and
      * all-gather the outcomes over the ring (docs/reference/collectives.md §10.1), an exchange ranks of protocol 2 would
-     * not join. A change to jdist's default algorithm rules needs no raise: the mesh's
+     * not join. 4: the one-direction ring cuts a message into its k parts from 16 KiB per rank per part, not MLX's
+     * 256 KiB (§10.12), so ranks of protocol 3 would cut the same message differently. A change to jdist's default algorithm rules needs no raise: the mesh's
      * settings digest covers them, so ranks of builds whose defaults differ refuse each other there
      * ({@link dev.jdist.algo.AlgorithmPolicy#digest()}).
      */
-    public static final int WIRE_PROTOCOL = 3;
+    public static final int WIRE_PROTOCOL = 4;
 
     private JdistVersion() {}
 

@@ -270,7 +270,7 @@ public final class MeshChecks {
         MemorySegment out = copy(x[0]);
         // the parts from the documented rule, not from RingSchedule, so that a wrong schedule cannot agree with itself
         boolean small = elements < n;
-        long parts = small ? 1 : Math.max(1, Math.min((long) directions * k, elements * s / (n * 262_144L)));
+        long parts = small ? 1 : Math.max(1, Math.min((long) directions * k, elements * s / (n * leastPart(directions))));
         long step = small ? n : (elements + parts - 1) / parts;
         for (long i = 0; i < parts; i++) {
             long offset = Math.min(elements, i * step);
@@ -298,7 +298,7 @@ public final class MeshChecks {
         int n = x.length;
         int s = t.itemSize();
         MemorySegment out = copy(x[0]);
-        long p = Math.max(1, Math.min((long) directions * k, chunk * n * s / (n * 262_144L)));
+        long p = Math.max(1, Math.min((long) directions * k, chunk * n * s / (n * leastPart(directions))));
         if (chunk < p || chunk == 0) p = 1;
         long step = (chunk + p - 1) / p;
         for (int i = 0; i < p; i++) {
@@ -314,6 +314,11 @@ public final class MeshChecks {
             }
         }
         return out;
+    }
+
+    /** The documented least bytes per rank per part: §3.6.1's 256 KiB, §10.12's 16 KiB in one direction (not RingSchedule's). */
+    private static long leastPart(int directions) {
+        return directions == 1 ? 16_384L : 262_144L;
     }
 
     /** {@code op(x_{order[0]}, op(x_{order[1]}, … x_{order[last]}))} over bytes {@code [at, at+bytes)}, right to left. */
@@ -341,7 +346,8 @@ public final class MeshChecks {
         for (DType t : new DType[] {DType.FLOAT32, DType.BFLOAT16, DType.INT32}) {
             int s = t.itemSize();
             long unit = (long) n * RingSchedule.MIN_PART_BYTES / s;      // elements per part at the least part size
-            for (long e : new long[] {2 * unit - 1, 2 * unit + 7, 2L * k * unit + 3 * n + 1}) {
+            long unit1 = (long) n * 16_384L / s;   // the same in one direction (ring1, §10.12), as documented
+            for (long e : new long[] {2 * unit1 - 1, 2 * unit1 + 7, 2 * unit - 1, 2 * unit + 7, 2L * k * unit + 3 * n + 1}) {
                 MemorySegment[] inputs = inputs(rnd, t, n, e);
                 for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.MAX}) {
                     Array out = Array.zeros(t, Math.toIntExact(e));
@@ -355,7 +361,8 @@ public final class MeshChecks {
                     }
                 }
             }
-            for (long c : new long[] {RingSchedule.MIN_PART_BYTES / s * 2 + 5, RingSchedule.MIN_PART_BYTES / s * 2L * k + 1}) {
+            for (long c : new long[] {16_384L / s * 2 + 5, RingSchedule.MIN_PART_BYTES / s * 2 + 5,
+                    RingSchedule.MIN_PART_BYTES / s * 2L * k + 1}) {
                 MemorySegment[] inputs = inputs(rnd, t, n, c * n);
                 Array chunk = Array.zeros(t, Math.toIntExact(c));
                 g.sumScatter(Array.wrap(inputs[r], t, Math.toIntExact(c * n)), chunk);

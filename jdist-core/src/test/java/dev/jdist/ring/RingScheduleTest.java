@@ -267,9 +267,16 @@ class RingScheduleTest {
 
     @Test
     void oneDirectionPartsTakeOneConnectionEachAllFlowingTheSameWay() {
-        // P = max(1, min(k, floor(N / (n * 262144)))), part i on connection i, d = +1
+        // P = max(1, min(k, floor(N / (n * 16384)))), part i on connection i, d = +1
         assertThat(RingSchedule.allReducePartCount(1L << 30, 2, 3, RingSchedule.ONE_DIRECTION)).isEqualTo(3);
         assertThat(RingSchedule.allReducePartCount(1_572_864, 3, 1, RingSchedule.ONE_DIRECTION)).isEqualTo(1);
+        // a 1 MiB all_sum of 4 ranks on 2 connections (two network ports): 2 parts, where MLX's rule keeps 1
+        assertThat(RingSchedule.allReducePartCount(1 << 20, 4, 2, RingSchedule.ONE_DIRECTION)).isEqualTo(2);
+        assertThat(RingSchedule.allReducePartCount(1 << 20, 4, 2, RingSchedule.BOTH_DIRECTIONS)).isEqualTo(1);
+        assertThat(RingSchedule.allReducePartCount(4 * 32_768 - 1, 4, 2, RingSchedule.ONE_DIRECTION)).isEqualTo(1);
+        assertThat(RingSchedule.allReducePartCount(4 * 32_768, 4, 2, RingSchedule.ONE_DIRECTION)).isEqualTo(2);
+        assertThat(RingSchedule.allGatherPartCount(32_767, 2, RingSchedule.ONE_DIRECTION)).isEqualTo(1);
+        assertThat(RingSchedule.allGatherPartCount(32_768, 2, RingSchedule.ONE_DIRECTION)).isEqualTo(2);
         assertThat(RingSchedule.allReduceParts(1_048_576, 4, 2, 2, RingSchedule.ONE_DIRECTION))
                 .containsExactly(new Part(0, 0, 524288, 0, +1), new Part(1, 524288, 524288, 1, +1));
         for (int k = 1; k <= 3; k++) {
@@ -305,6 +312,8 @@ class RingScheduleTest {
             List<Long> sizes = new ArrayList<>(List.of(1L, (long) n - 1, (long) n, 3L * n + 1, 1001L));
             if (n <= 4 && (t == DType.FLOAT32 || t == DType.BFLOAT16 || t == DType.FLOAT64)) {
                 long unit = n * RingSchedule.MIN_PART_BYTES / s;
+                long unit1 = n * 16_384L / s;   // §10.12's documented least part, not RingSchedule's constant
+                sizes.add(2 * unit1 + 7);
                 sizes.add(2 * unit + 7);
                 sizes.add(4 * unit + 3);
             }
@@ -334,7 +343,7 @@ class RingScheduleTest {
     }
 
     @ParameterizedTest(name = "n = {0}, k = {1}, C = {2}")
-    @CsvSource({"2,1,131077", "2,2,262145", "3,2,131077", "5,1,17", "7,3,131072", "16,1,9"})
+    @CsvSource({"2,1,131077", "2,2,262145", "3,2,131077", "4,2,8195", "5,1,17", "7,3,131072", "16,1,9"})
     void bothRingsSumScatterInTheDocumentedOrder(int n, int k, long chunk) {
         java.util.Random rnd = new java.util.Random(chunk);
         for (int directions : new int[] {RingSchedule.ONE_DIRECTION, RingSchedule.BOTH_DIRECTIONS}) {
