@@ -94,10 +94,10 @@ public final class BenchWorker {
      * (so that a noisy moment hurts every algorithm of a size alike), each forced on every rank in the same order.
      */
     static void tune(Group group, Spec spec) throws IOException {
-        if (group.impl() instanceof RingGroup rg && rg.unreachable().isPresent()) {
-            throw new IllegalStateException("jdist bench --tune measures the algorithms between jdist ranks, which need direct "
-                    + "connections between the ranks, and in this job " + rg.unreachable().get() + "; the group runs the ring "
-                    + "at every size, so there is nothing to tune");
+        String limited = group.impl().jdistReachLimited();
+        if (limited != null) {
+            throw new IllegalStateException("jdist bench --tune measures the algorithms between jdist ranks, and this job's group "
+                    + "runs the ring at every size, so there is nothing to tune: " + limited);
         }
         if (!(group.impl() instanceof RingGroup rg) || rg.peerMesh().isEmpty()) {
             throw new IllegalStateException("jdist bench --tune measures the ring's algorithms between jdist ranks, but this job's "

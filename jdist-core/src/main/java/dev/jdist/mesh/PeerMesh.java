@@ -346,8 +346,7 @@ public final class PeerMesh implements AutoCloseable {
                 }
                 probes.selectedKeys().clear();
             }
-            for (Map.Entry<SocketChannel, Integer> w : waiting.entrySet()) {
-                closeQuietly(w.getKey());
+            for (Map.Entry<SocketChannel, Integer> w : waiting.entrySet()) {   // still pending: closed below
                 outcome[w.getValue()] = (byte) MeshReach.Outcome.TIMED_OUT.ordinal();
                 log("probe of rank " + w.getValue() + " at " + members.get(w.getValue()).text() + ": no answer within " + limit.toMillis() + " ms");
             }

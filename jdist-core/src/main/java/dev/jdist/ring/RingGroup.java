@@ -356,7 +356,6 @@ public final class RingGroup implements GroupImpl {
             peerOperations(m).send(x, dst);
             return;
         }
-        if (unreachable != null && beyondMlxPointToPoint(dst) != null) throw needsDirectConnections("send to rank " + dst);
         pointToPoint("send to rank " + dst, lastSend, x, dst, true);
     }
 
@@ -368,7 +367,6 @@ public final class RingGroup implements GroupImpl {
             peerOperations(m).recv(out, src);
             return;
         }
-        if (unreachable != null && beyondMlxPointToPoint(src) != null) throw needsDirectConnections("recv from rank " + src);
         pointToPoint("recv from rank " + src, lastRecv, out, src, false);
     }
 
@@ -385,11 +383,6 @@ public final class RingGroup implements GroupImpl {
         return "the ring sends only to a neighbour: ranks " + left + " (left) and " + right + " (right) of " + size;
     }
 
-    /** An operation that needs the mesh, in a group of jdist ranks where not every pair can connect (§10.1); Group checks first. */
-    private dev.jdist.UnsupportedCollectiveException needsDirectConnections(String op) {
-        return new dev.jdist.UnsupportedCollectiveException("rank " + rank + ": " + op + " is not supported here: " + jdistReachLimited());
-    }
-
     @Override
     public String jdistReachLimited() {
         String why = unreachable;
@@ -402,7 +395,9 @@ public final class RingGroup implements GroupImpl {
     /** The peer mesh, which every operation MLX lacks runs over; Group lets them through only for jdist members. */
     private MeshState meshFor(String op) {
         MeshState m = mesh;
-        if (m == null && unreachable != null) throw needsDirectConnections(op);
+        if (m == null && unreachable != null) {   // Group refuses first (jdistReachLimited); this is the backend's own guard
+            throw new dev.jdist.UnsupportedCollectiveException("rank " + rank + ": " + op + " is not supported here: " + jdistReachLimited());
+        }
         if (m == null) {
             throw new dev.jdist.UnsupportedCollectiveException(op + " is not supported with MLX peers in the group: the ring "
                     + "runs it only between jdist ranks (set JDIST_JOB_TOKEN, or start the job with jdist launch)");
@@ -654,11 +649,6 @@ public final class RingGroup implements GroupImpl {
         Array all = Array.zeros(DType.UINT8, size * size);
         allGather(Array.fromBytes(DType.UINT8, mine, mine.length), all);
         return new MeshReach(size, all.toBytes());
-    }
-
-    /** Why this group of jdist ranks has no mesh (some pairs of ranks cannot connect), or empty. */
-    public Optional<String> unreachable() {
-        return Optional.ofNullable(unreachable);
     }
 
     /** The policy's digest, told apart when same-host pairs across several hosts use shared memory. */

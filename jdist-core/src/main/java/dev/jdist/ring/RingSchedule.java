@@ -83,7 +83,7 @@ public final class RingSchedule {
     }
 
     /** The least bytes per rank per part: MLX's, or the one-direction ring's. */
-    public static long minPartBytes(int directions) {
+    private static long minPartBytes(int directions) {
         return directions == ONE_DIRECTION ? ONE_DIRECTION_MIN_PART_BYTES : MIN_PART_BYTES;
     }
 

@@ -166,6 +166,11 @@ public final class NetnsCluster implements AutoCloseable {
         return "10.222." + subnets.get(net) + "." + (10 + i);
     }
 
+    /** Network {@code net}'s subnet, {@code 10.222.S.0/24} (0: the cluster's own, {@code eth0}). */
+    public String subnet(int net) {
+        return "10.222." + subnets.get(net) + ".0/24";
+    }
+
     /**
      * Gives every host a second (third, ...) interface, {@code eth<net>}, on a bridge of its own with a free
      * {@code 10.222.T.0/24}: host i is {@code 10.222.T.(10+i)}. Returns the network's number for {@link #address(int, int)}.

@@ -66,7 +66,7 @@ public final class NetnsClusterMain {
         sb.append("CLUSTER_SSH_BIN=").append(quote(c.sshBinDir().toString())).append('\n');
         sb.append("CLUSTER_BRIDGE=").append(quote(c.bridgeName())).append('\n');
         sb.append("CLUSTER_BRIDGE_ADDRESS=").append(quote(bridgeAddress)).append('\n');
-        sb.append("CLUSTER_SUBNET=").append(quote(bridgeAddress.substring(0, bridgeAddress.lastIndexOf('.')) + ".0/24")).append('\n');
+        sb.append("CLUSTER_SUBNET=").append(quote(c.subnet(0))).append('\n');
         sb.append(array("CLUSTER_ALIASES", c.size(), c::hostName));
         sb.append(array("CLUSTER_ADDRESSES", c.size(), c::address));
         sb.append(array("CLUSTER_NAMESPACES", c.size(), c::namespace));
@@ -74,8 +74,7 @@ public final class NetnsClusterMain {
         sb.append("CLUSTER_NETWORKS=").append(c.networks()).append('\n');
         for (int j = 1; j < c.networks(); j++) {
             int net = j;
-            String a = c.address(net, 0);
-            sb.append("CLUSTER_SUBNET_").append(net).append('=').append(quote(a.substring(0, a.lastIndexOf('.')) + ".0/24")).append('\n');
+            sb.append("CLUSTER_SUBNET_").append(net).append('=').append(quote(c.subnet(net))).append('\n');
             sb.append(array("CLUSTER_ADDRESSES_" + net, c.size(), i -> c.address(net, i)));
             sb.append(array("CLUSTER_BRIDGE_PORTS_" + net, c.size(), i -> c.bridgePort(net, i)));
         }
