@@ -10,7 +10,7 @@
 #   load       the kill trials again with one bounded busy loop per core running
 #   degraded   (root) a healthy job of 100 all_sums of 1 MiB over the namespace hosts: clean, 5 % packet loss into one
 #              host (iptables statistic), one host's link limited by tc tbf, 20 ms of extra delay each way on the
-#              connections one host opens (bench/lib/delay-relay.py behind an iptables REDIRECT: no sch_netem here);
+#              connections one host opens (bench/lib/delay-relay behind an iptables REDIRECT: no sch_netem here);
 #              it must complete with correct sums
 #
 # Backends: tcp (the ring over TCP), shm (the ring over shared memory), mpi (Open MPI's mpirun; a stopped rank: the watch, then MPI_Abort),
@@ -489,7 +489,7 @@ if has partition "${FAULT[@]}" || has degraded "${FAULT[@]}"; then
               ip netns exec "$FAULT_NS" iptables -t nat -A OUTPUT -d "${CLUSTER_ADDRESSES[1]}" -j RETURN
               ip netns exec "$FAULT_NS" iptables -t nat -A OUTPUT -p tcp -d "$CLUSTER_SUBNET" ! --dport 22 -m mark ! --mark 7 \
                 -j REDIRECT --to-ports 7777
-              ip netns exec "$FAULT_NS" python3 "$ROOT/bench/lib/delay-relay.py" --port 7777 --delay-ms 20 --mark 7 \
+              ip netns exec "$FAULT_NS" "$ROOT/bench/lib/delay-relay" --port 7777 --delay-ms 20 --mark 7 \
                 --lifetime $((TRIAL_T + 60)) --stats "$WORK/relay-stats" >>"$OUT/relay.log" 2>&1 &
               EXTRA_PIDS+=($!)
               sleep 1 ;;

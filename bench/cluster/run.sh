@@ -41,8 +41,9 @@ usage: bench/cluster/run.sh [options]
                        short queue here does not (benchmarks.md "16 MiB at 16 hosts: the sending side's queue")
   --gso BYTES          gso_max_size of every veth end (default 65536, the kernel's default)
   --delay-ms D         D ms of extra delay each way on every link between hosts: each host's own outgoing TCP
-                       connections go through bench/lib/delay-relay.py (iptables REDIRECT; this kernel has no
-                       sch_netem). The relay adds its own software cost (tens of microseconds), so use D of 1 or more
+                       connections go through bench/lib/delay-relay (iptables REDIRECT; this kernel has no
+                       sch_netem), e.g. 0.05 for a 10-100 GbE network; the relay adds 5-15 us per round trip itself
+                       (benchmarks.md "With added delay: 50 and 100 us each way"); gcc builds it on first use
   --latency-only       only the latency sweep (small messages), e.g. with --delay-ms
   --bandwidth-calls W:I  warm-up and timed calls per size of the bandwidth sweep (default 1:5; --quick 1:3), the same for
                        every implementation; a JVM reaches its steady state at a new size after many calls, so give the
@@ -413,7 +414,7 @@ delay_all() { # n
     in_ns "$i" iptables -t nat -F OUTPUT
     in_ns "$i" iptables -t nat -A OUTPUT -d "${CLUSTER_ADDRESSES[$i]}" -j RETURN
     in_ns "$i" iptables -t nat -A OUTPUT -p tcp -d "$CLUSTER_SUBNET" ! --dport 22 -m mark ! --mark 7 -j REDIRECT --to-ports 7777
-    in_ns "$i" python3 "$ROOT/bench/lib/delay-relay.py" --port 7777 --delay-ms "$DELAY_MS" --mark 7 --lifetime 86400 \
+    in_ns "$i" "$ROOT/bench/lib/delay-relay" --port 7777 --delay-ms "$DELAY_MS" --mark 7 --lifetime 86400 \
       --stats "$OUT/relay-$i.stats" >>"$OUT/relay-$i.log" 2>&1 &
     STARTED_PIDS+=($!)
   done

@@ -29,7 +29,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * the rendezvous (jdist's own variables), JDIST_HEARTBEAT=3s and JDIST_TIMEOUT unset (30 minutes with the watch). Faults
  * come from iptables inside a namespace: every packet of one host dropped (a partition) ends the job on every rank
  * within the bound, each naming a rank across the cut; 5 % of every host's incoming packets dropped (a lossy network),
- * or 50 ms of extra delay each way on the connections one host opens (bench/lib/delay-relay.py: this kernel has no
+ * or 50 ms of extra delay each way on the connections one host opens (bench/lib/delay-relay: this kernel has no
  * sch_netem), leaves a healthy job running to its end without a false failure.
  */
 @Timeout(420)
@@ -126,8 +126,8 @@ class LivenessAcrossHostsIT {
 
     @Test
     void fiftyMillisecondsOfExtraDelayOnOneHostsLinksCausesNoFalseFailure() throws Exception {
-        Requirements.require(Requirements.command("python3", "python3"));
-        Path relay = JdistCli.repoRoot().resolve("bench/lib/delay-relay.py");
+        Requirements.require(Requirements.command("gcc", "gcc"));
+        Path relay = JdistCli.repoRoot().resolve("bench/lib/delay-relay");
         Path dir = newDir("delay");
         Path stats = dir.resolve("relay-stats");
         Path pidFile = dir.resolve("relay.pid");
@@ -141,7 +141,7 @@ class LivenessAcrossHostsIT {
             CommandResult c = cluster.exec(1, Duration.ofSeconds(20), cmd.toArray(String[]::new));
             assertThat(c.exitCode()).as(c.stderr()).isZero();
         }
-        String start = "echo $$ > " + pidFile + "; exec python3 " + relay + " --port 7777 --delay-ms 50 --mark 7 --lifetime 150 --stats "
+        String start = "echo $$ > " + pidFile + "; exec " + relay + " --port 7777 --delay-ms 50 --mark 7 --lifetime 150 --stats "
                 + stats + " > " + dir.resolve("relay.log") + " 2>&1";
         CompletableFuture<CommandResult> relayRun = CompletableFuture.supplyAsync(() -> cluster.exec(1, T, "sh", "-c", start),
                 task -> Thread.ofVirtual().start(task));
