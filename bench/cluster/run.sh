@@ -43,7 +43,8 @@ usage: bench/cluster/run.sh [options]
   --delay-ms D         D ms of extra delay each way on every link between hosts: each host's own outgoing TCP
                        connections go through bench/lib/delay-relay (iptables REDIRECT; this kernel has no
                        sch_netem), e.g. 0.05 for a 10-100 GbE network; the relay adds 5-15 us per round trip itself
-                       (benchmarks.md "With added delay: 50 and 100 us each way"); gcc builds it on first use
+                       (benchmarks.md "With added delay: 50 and 100 us each way"); gcc builds it on first use;
+                       0.0 runs the relays without delay (their own cost), 0 runs none
   --latency-only       only the latency sweep (small messages), e.g. with --delay-ms
   --bandwidth-calls W:I  warm-up and timed calls per size of the bandwidth sweep (default 1:5; --quick 1:3), the same for
                        every implementation; a JVM reaches its steady state at a new size after many calls, so give the
@@ -339,7 +340,7 @@ unshape_all() {
   echo "Open MPI: $("$MPIRUN" --version 2>&1 | head -1)"
   [[ ,$IMPLS, == *,gloo,* ]] && echo "PyTorch (gloo): $("$PY" -c 'import torch, torch.distributed as d; print(torch.__version__, "gloo available:", d.is_gloo_available())' 2>&1 | tail -1)"
   echo "iperf3: $(iperf3 --version | head -1)"
-  echo "link: tc tbf burst $BURST on both ends of every host's veth, latency ${SEND_QUEUE_MS}ms sending and ${RECEIVE_QUEUE_MS}ms receiving, rate --rate $RATE; gso_max_size $GSO; MTU 1500; $([ "$DELAY_MS" = 0 ] && echo "no added delay" || echo "added delay $DELAY_MS ms each way on every connection between hosts (bench/lib/delay-relay.py)")"
+  echo "link: tc tbf burst $BURST on both ends of every host's veth, latency ${SEND_QUEUE_MS}ms sending and ${RECEIVE_QUEUE_MS}ms receiving, rate --rate $RATE; gso_max_size $GSO; MTU 1500; $([ "$DELAY_MS" = 0 ] && echo "no added delay" || echo "added delay $DELAY_MS ms each way on every connection between hosts (bench/lib/delay-relay)")"
   echo "network ports per host: $NICS$([ "$NICS" = 1 ] || echo " (eth0..eth$((NICS - 1)), each on its own bridge and shaped alike; the link in the report is all of them together)")"
   echo "hosts: ${HOSTS[*]}; ranks per host: $RPH; impls: ${IMPL[*]}; ops: ${OP[*]}; sweeps (MIN:MAX:FACTOR:WARMUP:ITERS): ${SWEEPS[*]}"
   echo "command: bench/cluster/run.sh ${ARGS[*]}"
@@ -410,6 +411,7 @@ fi
 # cluster (the cluster ends every process in its namespaces).
 delay_all() { # n
   local i
+  "$ROOT/bench/lib/delay-relay" --help >/dev/null || die "the delaying relay did not build (bench/lib/delay-relay.c)"
   for ((i = 0; i < $1; i++)); do
     in_ns "$i" iptables -t nat -F OUTPUT
     in_ns "$i" iptables -t nat -A OUTPUT -d "${CLUSTER_ADDRESSES[$i]}" -j RETURN

@@ -12,7 +12,9 @@
  * arrive, then sent in order: the program sees each of those links DELAY longer one way. The relay's own sockets
  * acknowledge at once, so TCP's window does not see the delay (a delay seen by the program, not a long fat pipe).
  * At most --buffer bytes wait per direction (then reading pauses). Connections the host accepts are not delayed,
- * nor is UDP (the liveness watch's heartbeats). A connection whose far end is not reached in 10 s is closed.
+ * nor is UDP (the liveness watch's heartbeats). A connection whose far end refuses it, or does not answer in 10 s, is
+ * reset: the program sees its connect succeed and then the reset (a retrying client, such as a rank waiting for the
+ * rendezvous, retries as before; the log counts these as "connecting: Connection refused").
  *
  * One thread and one epoll loop, timed with epoll_pwait2 and a timer slack of 1 ns: the relay adds a wake-up and
  * two copies per chunk, microseconds rather than the hundreds a thread hand-off per chunk costs, so delays of
