@@ -42,7 +42,7 @@ usage: bench/cluster/run.sh [options]
   --gso BYTES          gso_max_size of every veth end (default 65536, the kernel's default)
   --delay-ms D         D ms of extra delay each way on every link between hosts: each host's own outgoing TCP
                        connections go through bench/lib/delay-relay (iptables REDIRECT; this kernel has no
-                       sch_netem), e.g. 0.05 for a 10-100 GbE network; the relay adds 5-15 us per round trip itself
+                       sch_netem), e.g. 0.05 for a 10-100 GbE network; the relay adds 10-40 us per round trip itself
                        (benchmarks.md "With added delay: 50 and 100 us each way"); gcc builds it on first use;
                        0.0 runs the relays without delay (their own cost), 0 runs none
   --latency-only       only the latency sweep (small messages), e.g. with --delay-ms
