@@ -13,8 +13,9 @@
  * acknowledge at once, so TCP's window does not see the delay (a delay seen by the program, not a long fat pipe).
  * At most --buffer bytes wait per direction (then reading pauses). Connections the host accepts are not delayed,
  * nor is UDP (the liveness watch's heartbeats). A connection whose far end refuses it, or does not answer in 10 s, is
- * reset: the program sees its connect succeed and then the reset (a retrying client, such as a rank waiting for the
- * rendezvous, retries as before; the log counts these as "connecting: Connection refused").
+ * reset: the program sees a reset where it would have seen a refusal, at its connect or its first read (a retrying
+ * client, such as a rank waiting for the rendezvous, retries as before; the log names each: "connecting to
+ * ADDRESS:PORT: Connection refused"). Likewise a connect is answered at once, by the relay, before the far end is.
  *
  * One thread and one epoll loop, timed with epoll_pwait2 and a timer slack of 1 ns: the relay adds a wake-up and
  * two copies per chunk, microseconds rather than the hundreds a thread hand-off per chunk costs, so delays of
@@ -78,6 +79,7 @@ struct pair {
     unsigned watched[2]; /* epoll events registered per fd; 0: not registered */
     int connecting, dead;
     long long connect_deadline;
+    char destination[32]; /* "address:port", for messages */
     struct pair *next;
 };
 
@@ -240,10 +242,11 @@ static void accept_all(void) {
         p->next = pairs;
         pairs = p;
         connections_opened++;
+        char host[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &dst.sin_addr, host, sizeof host);
+        snprintf(p->destination, sizeof p->destination, "%s:%d", host, ntohs(dst.sin_port));
         if (connect(out, (struct sockaddr *) &dst, sizeof dst) != 0 && errno != EINPROGRESS) {
-            char host[INET_ADDRSTRLEN];
-            inet_ntop(AF_INET, &dst.sin_addr, host, sizeof host);
-            fprintf(stderr, "delay-relay: connecting to %s:%d: %s\n", host, ntohs(dst.sin_port), strerror(errno));
+            fprintf(stderr, "delay-relay: connecting to %s: %s\n", p->destination, strerror(errno));
             close_pair(p, 1);
             continue;
         }
@@ -261,7 +264,7 @@ static void on_event(struct endpoint *e, unsigned events) {
         socklen_t len = sizeof err;
         getsockopt(p->fd[1], SOL_SOCKET, SO_ERROR, &err, &len);
         if (err != 0) {
-            fprintf(stderr, "delay-relay: connecting: %s\n", strerror(err));
+            fprintf(stderr, "delay-relay: connecting to %s: %s\n", p->destination, strerror(err));
             close_pair(p, 1);
             return;
         }
@@ -339,7 +342,7 @@ int main(int argc, char **argv) {
         for (struct pair **link = &pairs; *link;) {
             struct pair *p = *link;
             if (!p->dead && p->connecting && now >= p->connect_deadline) {
-                fprintf(stderr, "delay-relay: the destination did not answer in 10 s\n");
+                fprintf(stderr, "delay-relay: connecting to %s: no answer in 10 s\n", p->destination);
                 close_pair(p, 1);
             }
             if (p->dead) {
