@@ -114,16 +114,18 @@ class AlgorithmPolicyTest {
             assertThat(AlgorithmPolicy.defaults().choose(k, 1L << 30, EIGHT_HOSTS)).isEqualTo(Algorithm.RING1);
         }
         assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 4, EIGHT_HOSTS)).isEqualTo(RD);
-        // between hosts (3+ ranks) the limits the cluster's --tune measured: rd to 4 KiB, rhd to 128 KiB; rh to 1 KiB
+        // between hosts (3+ ranks) the limits the cluster's --tune measured with link delay: all_reduce as on one host
+        // (rd to 16 KiB, rhd to 128 KiB), then ring1; sum_scatter rh to 64 KiB (one host: 16 KiB), then ring1
         Topology eightOnOneHost = new Topology(8, 1, false);
-        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 4096, EIGHT_HOSTS)).isEqualTo(RD);
-        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 4097, EIGHT_HOSTS)).isEqualTo(RHD);
-        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 4097, eightOnOneHost)).isEqualTo(RD);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 16384, EIGHT_HOSTS)).isEqualTo(RD);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 16385, EIGHT_HOSTS)).isEqualTo(RHD);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 16385, eightOnOneHost)).isEqualTo(RHD);
         assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 131072, EIGHT_HOSTS)).isEqualTo(RHD);
         assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 131073, EIGHT_HOSTS)).isEqualTo(Algorithm.RING1);
-        assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 1024, EIGHT_HOSTS)).isEqualTo(Algorithm.RH);
-        assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 1025, EIGHT_HOSTS)).isEqualTo(Algorithm.RING1);
-        assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 1025, eightOnOneHost)).isEqualTo(Algorithm.RH);
+        assertThat(AlgorithmPolicy.defaults().choose(ALL_REDUCE, 131073, eightOnOneHost)).isEqualTo(RING);
+        assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 65536, EIGHT_HOSTS)).isEqualTo(Algorithm.RH);
+        assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 65537, EIGHT_HOSTS)).isEqualTo(Algorithm.RING1);
+        assertThat(AlgorithmPolicy.defaults().choose(SUM_SCATTER, 16385, eightOnOneHost)).isEqualTo(RING);
         assertThat(AlgorithmPolicy.defaults().choose(CollectiveKind.ALL_GATHER, 65536, EIGHT_HOSTS)).isEqualTo(RD);
         assertThat(AlgorithmPolicy.defaults().choose(CollectiveKind.ALL_GATHER, 65537, EIGHT_HOSTS)).isEqualTo(Algorithm.RING1);
         assertThat(AlgorithmPolicy.fromEnvironment(Map.of("JDIST_ALGO", "ring")).choose(ALL_REDUCE, 1L << 30, EIGHT_HOSTS))

@@ -84,11 +84,12 @@ class MeshInProcessTest {
         List<String> failures = RingTestSupport.onEveryRank(hf, n, Map.of(), g -> {
             RingGroup rg = (RingGroup) g;
             rg.membersAreJdist(null, Map.of("JDIST_HOST_ID", "host-" + g.rank()));
-            String chosen = rg.algorithmFor(CollectiveKind.ALL_REDUCE, 4) + " " + rg.algorithmFor(CollectiveKind.ALL_REDUCE, 8192) + " "
-                    + rg.algorithmFor(CollectiveKind.ALL_REDUCE, 1 << 20) + " " + rg.algorithmFor(CollectiveKind.SUM_SCATTER, 2048);
+            String chosen = rg.algorithmFor(CollectiveKind.ALL_REDUCE, 4) + " " + rg.algorithmFor(CollectiveKind.ALL_REDUCE, 32768) + " "
+                    + rg.algorithmFor(CollectiveKind.ALL_REDUCE, 1 << 20) + " " + rg.algorithmFor(CollectiveKind.SUM_SCATTER, 32768) + " "
+                    + rg.algorithmFor(CollectiveKind.SUM_SCATTER, 1 << 17);
             return MeshChecks.checkAll(rg, 41, true) + MeshChecks.checkCrossovers(rg, 43) + MeshChecks.checkRingParts(rg, 47) + "|" + chosen;
         });
-        assertThat(failures).containsOnly("|rd rhd ring1 ring1");
+        assertThat(failures).containsOnly("|rd rhd ring1 rh ring1");
     }
 
     /**
