@@ -87,11 +87,14 @@ public final class DelayRelayProbe {
         byte[] buf = new byte[1 << 16];
         long echoed = 0;
         boolean match = true;
-        for (int n; (n = in.read(buf)) > 0; echoed += n) {
+        int n;
+        while ((n = in.read(buf)) > 0) {
             for (int i = 0; i < n; i++) match &= buf[i] == (byte) expected.nextInt();
+            echoed += n;
         }
         writer.join(TIMEOUT_MILLIS);
-        return "echoed=" + echoed + " match=" + match + " eof=true";
+        // the loop ends at the end of the stream (-1); a timeout would have thrown instead
+        return "echoed=" + echoed + " match=" + match + " eof=" + (n == -1);
     }
 
     /** What a connection to a port where nothing listens gives through the relay: the exception's class, or what came. */
