@@ -4,6 +4,7 @@ import dev.jdist.launch.ShellQuote;
 import dev.jdist.ring.LivenessProgram;
 import dev.jdist.testing.ClusterCheck;
 import dev.jdist.testing.CommandResult;
+import dev.jdist.testing.DelayRelay;
 import dev.jdist.testing.FreePorts;
 import dev.jdist.testing.JdistCli;
 import dev.jdist.testing.NetnsCluster;
@@ -127,37 +128,24 @@ class LivenessAcrossHostsIT {
     @Test
     void fiftyMillisecondsOfExtraDelayOnOneHostsLinksCausesNoFalseFailure() throws Exception {
         Requirements.require(Requirements.command("gcc", "gcc"));
-        Path relay = JdistCli.repoRoot().resolve("bench/lib/delay-relay");
         Path dir = newDir("delay");
-        Path stats = dir.resolve("relay-stats");
-        Path pidFile = dir.resolve("relay.pid");
         // host 1's own outgoing TCP connections (not ssh, not to itself) go through the relay, 50 ms each way
-        String subnet = cluster.address(0).replaceAll("\\.\\d+$", ".0/24");
         for (String[] rule : List.of(new String[] {"-d", cluster.address(1), "-j", "RETURN"},
-                new String[] {"-p", "tcp", "-d", subnet, "!", "--dport", "22", "-m", "mark", "!", "--mark", "7", "-j", "REDIRECT",
-                        "--to-ports", "7777"})) {
+                new String[] {"-p", "tcp", "-d", cluster.subnet(0), "!", "--dport", "22", "-m", "mark", "!", "--mark",
+                        Integer.toString(DelayRelay.MARK), "-j", "REDIRECT", "--to-ports", Integer.toString(DelayRelay.PORT)})) {
             List<String> cmd = new ArrayList<>(List.of("iptables", "-t", "nat", "-A", "OUTPUT"));
             cmd.addAll(List.of(rule));
             CommandResult c = cluster.exec(1, Duration.ofSeconds(20), cmd.toArray(String[]::new));
             assertThat(c.exitCode()).as(c.stderr()).isZero();
         }
-        String start = "echo $$ > " + pidFile + "; exec " + relay + " --port 7777 --delay-ms 50 --mark 7 --lifetime 150 --stats "
-                + stats + " > " + dir.resolve("relay.log") + " 2>&1";
-        CompletableFuture<CommandResult> relayRun = CompletableFuture.supplyAsync(() -> cluster.exec(1, T, "sh", "-c", start),
-                task -> Thread.ofVirtual().start(task));
-        try {
-            assertThat(JdistCli.await(Duration.ofSeconds(20), () -> Files.exists(stats))).as("the relay started: %s",
-                    JdistCli.read(dir.resolve("relay.log"))).isTrue();
+        try (DelayRelay relay = DelayRelay.start(cluster, 1, dir, 50, Duration.ofSeconds(150))) {
             // 20 s of all_sums with the heartbeat's bound at 3 s: every operation waits on the delayed links
             assertLoopingJobFinishes(dir, 20);
             // the job's connections from host 1 really went through the relay
-            String totals = JdistCli.read(stats);
+            String totals = relay.stats();
             assertThat(totals).as("relay totals").matches("connections=[1-9][0-9]* bytes=[1-9][0-9]*\\s*");
-            System.out.println("[LivenessAcrossHostsIT] 50 ms relay on host 1: " + totals.strip());
+            System.out.println("[LivenessAcrossHostsIT] 50 ms relay on host 1: " + totals);
         } finally {
-            String pid = JdistCli.read(pidFile).strip();
-            if (!pid.isEmpty()) cluster.exec(1, Duration.ofSeconds(20), "kill", "-KILL", pid);
-            relayRun.join();
             cluster.exec(1, Duration.ofSeconds(20), "iptables", "-t", "nat", "-F");
         }
     }

@@ -59,7 +59,7 @@ class MpiLaunchAcrossHostsIT {
 
     /** jdist launch --backend mpi over the three hosts, one rank each, running {@code program} with {@code args}. */
     private static CommandResult launch(List<String> launchOptions, Class<?> program, String... args) {
-        String subnet = cluster.address(0).replaceAll("\\.\\d+$", ".0/24");
+        String subnet = cluster.subnet(0);
         // ssh from mpirun only (no tree spawn: the hosts have no ssh config of their own); TCP between the ranks, on
         // the cluster's network; orte_startup_timeout: a daemon that never reports back fails the run
         String mpiArgs = "--allow-run-as-root --mca plm_rsh_agent ssh --mca plm_rsh_no_tree_spawn 1 --mca orte_startup_timeout 60"

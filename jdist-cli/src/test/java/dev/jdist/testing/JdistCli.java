@@ -30,14 +30,7 @@ public final class JdistCli {
 
     /** The repository root: the first folder above the working directory that holds {@code examples/AllSum.java}. */
     public static Path repoRoot() {
-        Path dir = Path.of("").toAbsolutePath();
-        while (dir != null && !Files.exists(dir.resolve("examples/AllSum.java"))) {
-            dir = dir.getParent();
-        }
-        if (dir == null) {
-            throw new IllegalStateException("no repository root (with examples/AllSum.java) above " + Path.of("").toAbsolutePath());
-        }
-        return dir;
+        return TestFiles.repoRoot();
     }
 
     /** {@code java -jar jdist.jar ARGS}: as a user runs it, no JVM flags (the jar's manifest grants native access). */
