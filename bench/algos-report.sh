@@ -1,5 +1,5 @@
 #!/bin/bash
-# One sitting of the measurements docs/benchmarks.md quotes for the size-aware algorithms (docs/reference/collectives.md §10),
+# One sitting of the measurements docs/benchmarks-log.md records for the size-aware algorithms (docs/reference/collectives.md §10),
 # for each rank count given, on this host's loopback (or on the hosts of --hostfile HOSTS in JDIST_BENCH_HOSTS):
 #   1. before/after: jdist bench with JDIST_ALGO=ring (MLX's ring only, as before §10) and with the default choice,
 #      one right after the other, all_sum, all_gather and sum_scatter, 4 B .. 64 MiB;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# What the flight recorder costs (docs/benchmarks.md, "What the flight recorder costs"), in one sitting:
+# What the flight recorder costs (docs/benchmarks-log.md, "What the flight recorder costs"), in one sitting:
 #   1. JMH: an operation on a 2-rank group whose backend moves no bytes, with the recorder off
 #      (JDIST_FLIGHT_RECORDER=0) and on (1024, the default), time and allocation per operation (-prof gc);
 #   2. jdist bench, 2 ranks on loopback, all_sum latency at 4 B and 1 MiB with the recorder off and on,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One sitting of the measurements docs/benchmarks.md quotes for "Kernels with and without the Vector API
+# One sitting of the measurements docs/benchmarks-log.md records for "Kernels with and without the Vector API
 # module" and "What tracing costs":
 #   1. JMH: the reduction kernels in a JVM without jdk.incubator.vector (portable kernels) and with it
 #      (Vector API kernels), and the plain element loop for reference;

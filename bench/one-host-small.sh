@@ -18,7 +18,7 @@
 #   bench/one-host-small.sh [RUNS] [OUT_DIR]        (defaults: 5 runs, bench-results/one-host-<UTC time>)
 #   ONE_HOST_CONFIGS="jdist ompi-tcp" bench/one-host-small.sh 5      (only those configurations)
 #
-# Needs Open MPI (installed when run as root). docs/benchmarks.md "Small messages on one host" records the figures.
+# Needs Open MPI (installed when run as root). docs/benchmarks-log.md "Small messages on one host" records the figures.
 set -euo pipefail
 source "$(PATH=/usr/bin:/bin; dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib/start.sh"
 RUNS=${1:-5}
@@ -34,7 +34,7 @@ JDIST="$ROOT/bin/jdist"
 
 # Each size group: min max iters warm-up, the same for jdist and Open MPI. Small sizes: many calls (the JVM's JIT
 # needs the first ~0.2 s). 1 and 16 MiB: as many warm-up calls as timed ones, because a JVM's per-operation path
-# reaches its compiled steady state only after ~1000 calls of a new large size on 2 cores (docs/benchmarks.md, "1 MiB
+# reaches its compiled steady state only after ~1000 calls of a new large size on 2 cores (docs/benchmarks-log.md, "1 MiB
 # in its steady state"); 256 MiB: few calls (each is ~0.2 s).
 SIZE_GROUPS=("4 1024 20000 20000" "1048576 1048576 1000 1000" "16777216 16777216 100 100" "268435456 268435456 20 5")
 

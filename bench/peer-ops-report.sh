@@ -1,5 +1,5 @@
 #!/bin/bash
-# One sitting of docs/benchmarks.md's "Broadcast and all_to_all beside MPI's": for 2 and 4 ranks on this host,
+# One sitting of docs/benchmarks-log.md's "Broadcast and all_to_all beside MPI's": for 2 and 4 ranks on this host,
 #   1. jdist bench over the ring: TCP, then JDIST_TRANSPORT=shm,
 #   2. jdist bench over the mpi backend (MPI_Ibcast, MPI_Ialltoall; Open MPI picks shared memory),
 #   3. Open MPI on its own (bench/reference/mpi_collective.c: MPI_Bcast from rank 0, MPI_Alltoall, values checked),

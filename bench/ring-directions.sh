@@ -6,7 +6,7 @@
 #
 #   bench/ring-directions.sh [RANKS] [RUNS] [OUT_DIR]     (defaults: 2 ranks, 5 runs, bench-results/ring-directions-<UTC>)
 #
-# docs/benchmarks.md "Two ranks on one host: one direction up to 16 MiB" records what it measured and the default rule
+# docs/benchmarks-log.md "Two ranks on one host: one direction up to 16 MiB" records what it measured and the default rule
 # (docs/reference/collectives.md §10.9) it set.
 set -euo pipefail
 source "$(PATH=/usr/bin:/bin; dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib/start.sh"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One sitting of the measurements docs/benchmarks.md quotes for the ring, side by side:
+# One sitting of the measurements docs/benchmarks-log.md records for the ring, side by side:
 #   1. the references (loopback TCP ceiling with iperf3; Open MPI MPI_Allreduce over TCP and shared memory),
 #   2. jdist bench, 2 ranks on loopback: all ops 4 B..256 MiB over TCP, then over shared memory (JDIST_TRANSPORT=shm),
 #   3. jdist bench, small-message latency with many iterations, 2 and 4 ranks, unpinned and --bind-to core,

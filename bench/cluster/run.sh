@@ -4,7 +4,7 @@
 # at once), then jdist bench (started by jdist launch over ssh), Open MPI's MPI_Allreduce/MPI_Allgather (mpirun
 # over the same ssh hosts) and Gloo (PyTorch's gloo backend), one rank per namespace (or --ranks-per-host), then a
 # report with plots.
-# docs/benchmarks.md, "Simulated cluster", explains what it does and why; `--help` lists the options.
+# docs/benchmarks-log.md, "Simulated cluster", explains what it does and why; `--help` lists the options.
 # Needs root (namespaces, tc); installs its Debian packages when missing.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,12 +38,12 @@ usage: bench/cluster/run.sh [options]
   --burst BYTES        tbf bucket size (default 75000: one 64 KiB GSO packet with its per-segment headers, plus room)
   --send-queue-ms MS   how long a packet may wait in the tbf of a host's sending side (default 10, as the receiving
                        side's always): a real host's NIC makes TCP wait in the socket instead of dropping, which a
-                       short queue here does not (benchmarks.md "16 MiB at 16 hosts: the sending side's queue")
+                       short queue here does not (benchmarks-log.md "16 MiB at 16 hosts: the sending side's queue")
   --gso BYTES          gso_max_size of every veth end (default 65536, the kernel's default)
   --delay-ms D         D ms of extra delay each way on every link between hosts: each host's own outgoing TCP
                        connections go through bench/lib/delay-relay (iptables REDIRECT; this kernel has no
                        sch_netem), e.g. 0.05 for a 10-100 GbE network; the relay adds 10-40 us per round trip itself
-                       (benchmarks.md "With added delay: 50 and 100 us each way"); gcc builds it on first use;
+                       (benchmarks-log.md "With added delay: 50 and 100 us each way"); gcc builds it on first use;
                        0.0 runs the relays without delay (their own cost), 0 runs none
   --latency-only       only the latency sweep (small messages), e.g. with --delay-ms
   --bandwidth-calls W:I  warm-up and timed calls per size of the bandwidth sweep (default 1:5; --quick 1:3), the same for
@@ -467,7 +467,7 @@ bench_n() { # n
               # --bind-to none and mpi_yield_when_idle: ranks that busy-poll on 2 shared cores starve each other otherwise;
               # btl tcp,self: never shared memory (the namespaces share /dev/shm); tree spawn off: only the launcher has
               # the ssh config; orte_startup_timeout: a daemon that fails to start fails the run (one that starts and
-              # never reports back is not covered: the retry below is for that, benchmarks.md "Simulated cluster")
+              # never reports back is not covered: the retry below is for that, benchmarks-log.md "Simulated cluster")
               bounded "$LIMIT" "$MPIRUN" --allow-run-as-root --hostfile "$d/mpi-hosts" -np $((n * RPH)) --map-by slot --bind-to none \
                 --mca plm_rsh_agent ssh --mca plm_rsh_no_tree_spawn 1 --mca orte_startup_timeout 60 --mca btl tcp,self \
                 --mca btl_tcp_if_include "$ALL_SUBNETS" --mca oob_tcp_if_include "$CLUSTER_SUBNET" \

@@ -1,6 +1,6 @@
 import dev.jdist.*;
 /**
- * Where a size's slow calls fall in time (docs/benchmarks.md, "The 1 MiB tail is the JIT's warm-up too"): ELEMENTS
+ * Where a size's slow calls fall in time (docs/benchmarks-log.md, "The 1 MiB tail is the JIT's warm-up too"): ELEMENTS
  * float32 all_sums ({@code allReduceInto}), WARMUP untimed then CALLS timed one by one; prints, per rank, the median,
  * p90, p99 and maximum, the JVM's uptime when the timed loop starts, the first slow calls (over 1 ms: index, ms into
  * the loop, duration) and how many calls of each block of 1000 were slow.

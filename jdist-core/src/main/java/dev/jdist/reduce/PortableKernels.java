@@ -13,7 +13,7 @@ import java.nio.ByteOrder;
  * elements ({@code MemorySegment.copy}, a memcpy on little-endian machines), reduces them there and
  * copies the result back: loops that read and write two different segments directly are not
  * vectorised by the JDK 25 compiler (it cannot rule out that they overlap at an unknown distance),
- * while the same loop over two arrays is (measured: docs/benchmarks.md).
+ * while the same loop over two arrays is (measured: docs/benchmarks-log.md).
  *
  * <p>The loops compute exactly what {@link ScalarReducer} computes, element by element (sums are
  * single IEEE additions, comparisons pick one operand's bits), so the bytes equal the Vector API

@@ -46,7 +46,7 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
     public static final long DEFAULT_SHM_BUFFER_KIB = 1024;
     /**
      * Default microseconds an operation polls its sockets (yielding the CPU between polls) before
-     * sleeping in the selector. 50 µs: measured on an idle 2-core machine (docs/benchmarks.md), a short yielding poll halves 4-byte
+     * sleeping in the selector. 50 µs: measured on an idle 2-core machine (docs/benchmarks-log.md), a short yielding poll halves 4-byte
      * all_sum latency with 2 ranks (≈55 → ≈20 µs) and helps even 4 ranks on 2 cores (≈200 → ≈120 µs),
      * because the poll yields the CPU to the peer it waits for. Hosts crowded with other busy processes may
      * do better with 0.
