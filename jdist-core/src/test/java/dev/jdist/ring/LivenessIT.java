@@ -104,14 +104,14 @@ class LivenessIT {
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "shm"})
     void aHealthyRankThatComputesLongerThanTheBoundIsWaitedFor(String transport) throws Exception {
-        // rank 1 sleeps 20 s (almost seven heartbeat bounds) before its 6th all_sum; the others wait in it
-        try (RankProcesses ranks = start(dir, 3, env(transport), "loop", "12", "240", "1", "20", "5")) {
+        // rank 1 sleeps 10 s (over three heartbeat bounds) before its 6th all_sum; the others wait in it
+        try (RankProcesses ranks = start(dir, 3, env(transport), "loop", "12", "240", "1", "10", "5")) {
             for (int r = 0; r < 3; r++) {
                 int code = ranks.await(r, 120);
                 assertThat(code).as("rank %d; output:%n%s", r, ranks.allOutputs()).isZero();
                 assertThat(ranks.output(r)).contains("rank " + r + " finished");
             }
-            assertThat(ranks.output(1)).contains("pausing 20 s");
+            assertThat(ranks.output(1)).contains("pausing 10 s");
         }
     }
 

@@ -2,6 +2,7 @@ package dev.jdist.ring;
 
 import dev.jdist.Array;
 import dev.jdist.DType;
+import dev.jdist.testing.LongTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -13,7 +14,11 @@ import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** Transfers over 2 GiB (more than one ByteBuffer view, more than one socket call) between two ranks in one JVM. */
+/**
+ * Transfers over 2 GiB (more than one ByteBuffer view, more than one socket call) between two ranks in one JVM. It holds
+ * 4.4 GB of arrays and moves them through loopback: a load on the whole machine, so it runs in the long tier, alone.
+ */
+@LongTest
 @Timeout(600)
 class RingLargeArrayIT {
 
