@@ -289,17 +289,20 @@ final class MpiGroup implements GroupImpl {
         }
     }
 
-    /** Starts a collective ({@code start}, under the runtime's lock) and waits for it ({@link #finishCollective}). */
-    private void collective(Start start, long bytes) throws Throwable {
-        rt.started();
-        int rc;
+    /** Calls {@code start} under the runtime's lock. */
+    private int locked(Start start) throws Throwable {
         rt.enter();
         try {
-            rc = start.call();
+            return start.call();
         } finally {
             rt.exit();
         }
-        finishCollective(rc, bytes);
+    }
+
+    /** Starts a collective ({@code start}, under the runtime's lock) and waits for it ({@link #finishCollective}). */
+    private void collective(Start start, long bytes) throws Throwable {
+        rt.started();
+        finishCollective(locked(start), bytes);
     }
 
     /**
@@ -309,13 +312,7 @@ final class MpiGroup implements GroupImpl {
     private void pointToPoint(Start start, long bytes) throws Throwable {
         rt.started();
         try {
-            int rc;
-            rt.enter();
-            try {
-                rc = start.call();
-            } finally {
-                rt.exit();
-            }
+            int rc = locked(start);
             if (rc == 0) rc = rt.await(request, flag, status, bytes, onDeadline);
             if (rc != 0) throw mpiFailure(rc);
         } finally {
