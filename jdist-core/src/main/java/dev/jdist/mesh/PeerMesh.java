@@ -5,19 +5,20 @@ import dev.jdist.ConnectFailedException;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
+import dev.jdist.connect.Dialer;
+import dev.jdist.connect.Handshake;
+import dev.jdist.connect.Sockets;
 import dev.jdist.shm.ShmFiles;
 import dev.jdist.spi.JdistTimeout;
 import dev.jdist.spi.Liveness;
 import dev.jdist.spi.WatchVerdict;
 
-import java.io.Closeable;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardProtocolFamily;
-import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.ClosedSelectorException;
@@ -40,6 +41,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 
+import static dev.jdist.connect.Sockets.closeQuietly;
+
 /**
  * Direct connections between any two members of a group whose members are all jdist (docs/reference/collectives.md §10.1–§10.2):
  * the medium of the size-aware algorithms and of any operation that needs a peer other than a ring neighbour.
@@ -60,6 +63,8 @@ import java.util.function.Function;
  * <p>Waiting. One selector watches the listener, the handshakes in progress and every connection. A transport that runs
  * an operation sets its connections' interest and calls {@link #await}, which also accepts and authenticates members
  * connecting meanwhile (a member already in a later operation), so no member waits on another that is busy elsewhere.
+ * The attempts and the handshake's byte exchange are {@link dev.jdist.connect}'s, shared with the ring's connector; the
+ * mesh's handshake bytes are {@link MeshHandshake}'s.
  *
  * <p>Failures. Every connect, accept, handshake, read and write is bounded by {@code JDIST_TIMEOUT}. The first failure
  * breaks the mesh ({@link #breakWith}): it closes every connection and the listener, so the members it talks to fail
@@ -125,8 +130,6 @@ public final class PeerMesh implements AutoCloseable {
     private static final int MAX_PENDING_HANDSHAKES = 64;
     /** A refused connection after the exchange means the member no longer listens; a few quick retries, then fail. */
     private static final int REFUSED_ATTEMPTS = 4;
-    private static final long FIRST_RETRY_MILLIS = 50;
-    private static final long MAX_RETRY_MILLIS = 1000;
 
     private final Settings settings;
     private final int rank;
@@ -178,15 +181,9 @@ public final class PeerMesh implements AutoCloseable {
      * the reachability probes of every other member ({@link #probe}) as well as the connections that follow.
      */
     public static ServerSocketChannel listen(InetAddress ip, String owner, int members) {
-        ServerSocketChannel ch = null;
         try {
-            ch = ServerSocketChannel.open(StandardProtocolFamily.INET);
-            ch.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            ch.bind(new InetSocketAddress(ip, 0), Math.max(BACKLOG, 2 * members));
-            ch.configureBlocking(false);
-            return ch;
+            return Sockets.listen(new InetSocketAddress(ip, 0), Math.max(BACKLOG, 2 * members));
         } catch (IOException e) {
-            closeQuietly(ch);
             throw new ConfigException(owner + " cannot listen for mesh connections on " + ip.getHostAddress() + ": " + e.getMessage()
                     + "; that address must be one of this host's (the ring's own address)", e);
         }
@@ -428,13 +425,11 @@ public final class PeerMesh implements AutoCloseable {
                 long wake = deadline;
                 for (int p : peers) {
                     Outgoing o = outgoing[p];
-                    if (o == null || o.channel != null) continue;
-                    if (now - o.retryAt >= 0) o.start(opName);
-                    else if (o.retryAt - wake < 0) wake = o.retryAt;
+                    if (o != null) wake = o.dialIfDue(now, wake, opName);
                 }
                 if (allConnected(peers)) break;
                 checkAborted();
-                select(Math.max(1, (wake - System.nanoTime() + 999_999) / 1_000_000), opName);
+                select(Dialer.millisUntil(wake), opName);
             }
             log("connected to rank(s) " + Arrays.toString(peers) + " for " + opName + " in " + (System.nanoTime() - start) / 1_000 + " µs");
         } catch (DistributedException e) {
@@ -464,7 +459,7 @@ public final class PeerMesh implements AutoCloseable {
                 Object a = key.attachment();
                 if (a instanceof Accepting acc) acc.acceptAll();
                 else if (a instanceof Handshake h) h.advance();
-                else if (a instanceof Outgoing o) o.finishConnect(opName);
+                else if (a instanceof Dialer d) d.finishConnect();
             }
             selector.selectedKeys().clear();
         } catch (IOException | ClosedSelectorException e) {
@@ -480,8 +475,8 @@ public final class PeerMesh implements AutoCloseable {
             Member m = members.get(p);
             Outgoing o = outgoing[p];
             if (o != null) {
-                lines.add("connecting to rank " + p + " at " + m.text() + " (" + o.attempts + " attempt(s)"
-                        + (o.lastError == null ? ", no answer to the handshake" : ", last: " + o.lastError) + ")");
+                lines.add("connecting to rank " + p + " at " + m.text() + " (" + o.dialer.attempts() + " attempt(s)"
+                        + (o.dialer.lastError() == null ? ", no answer to the handshake" : ", last: " + o.dialer.lastError()) + ")");
             } else {
                 lines.add("waiting for rank " + p + " (" + m.text() + ") to connect");
             }
@@ -491,7 +486,7 @@ public final class PeerMesh implements AutoCloseable {
                 + ". Is every rank running the same sequence of operations, can they reach each other's addresses (no "
                 + "firewall between them), and do they share one JDIST_JOB_TOKEN? The group is closed.";
         boolean anyOutgoing = false;
-        for (int p : peers) anyOutgoing |= connections[p] == null && outgoing[p] != null && outgoing[p].lastError != null;
+        for (int p : peers) anyOutgoing |= connections[p] == null && outgoing[p] != null && outgoing[p].dialer.lastError() != null;
         return anyOutgoing ? new ConnectFailedException(msg) : new DeadlineExceededException(msg);
     }
 
@@ -570,9 +565,9 @@ public final class PeerMesh implements AutoCloseable {
         }
         closeQuietly(listener);
         for (PeerConnection c : connections) if (c != null) closeQuietly(c.channel());
-        for (Outgoing o : outgoing) if (o != null) closeQuietly(o.channel);
+        for (Outgoing o : outgoing) if (o != null) closeQuietly(o.dialer.channel());
         synchronized (pending) {
-            for (Handshake h : pending) closeQuietly(h.channel);
+            for (Handshake h : pending) closeQuietly(h.channel());
         }
     }
 
@@ -592,20 +587,6 @@ public final class PeerMesh implements AutoCloseable {
 
     void log(String message) {
         if (settings.verbose()) System.err.println("[ring] " + settings.who() + " (mesh): " + message);
-    }
-
-    static void closeQuietly(Closeable c) {
-        if (c == null) return;
-        try {
-            c.close();
-        } catch (IOException ignored) {
-            // closing is best effort
-        }
-    }
-
-    private static void configure(SocketChannel ch) throws IOException {
-        ch.configureBlocking(false);
-        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
     }
 
     private static byte[] nonce() {
@@ -641,20 +622,13 @@ public final class PeerMesh implements AutoCloseable {
     /** The listener's attachment: accepts every waiting connection and starts its handshake. */
     private final class Accepting {
         void acceptAll() throws IOException {
-            while (true) {
-                SocketChannel ch = listener.accept();
-                if (ch == null) return;
-                try {
-                    configure(ch);
-                } catch (IOException e) {
-                    closeQuietly(ch);
-                    continue;
-                }
+            SocketChannel ch;
+            while ((ch = Sockets.acceptNext(listener)) != null) {
                 synchronized (pending) {
-                    if (pending.size() >= MAX_PENDING_HANDSHAKES) closeQuietly(pending.removeFirst().channel);
-                    Handshake h = new Handshake(ch, -1);
+                    if (pending.size() >= MAX_PENDING_HANDSHAKES) closeQuietly(pending.removeFirst().channel());
+                    Handshake h = new Handshake(ch, WHAT, new MeshHandshake(-1, "a collective"));
                     pending.add(h);
-                    h.key = ch.register(selector, SelectionKey.OP_READ, h);
+                    h.start(selector);
                 }
             }
         }
@@ -663,72 +637,47 @@ public final class PeerMesh implements AutoCloseable {
     // ------------------------------------------------------------------ connecting
 
     /** This rank's connection attempts to a higher rank. */
-    private final class Outgoing {
+    private final class Outgoing implements Dialer.Events {
         final int peer;
-        SocketChannel channel;
-        int attempts;
+        final Dialer dialer;
         int refused;
-        long retryAt = System.nanoTime();
-        String lastError;
+        /** The operation that needs the connection, for messages. */
+        String opName;
 
-        Outgoing(int peer) { this.peer = peer; }
+        Outgoing(int peer) {
+            this.peer = peer;
+            this.dialer = new Dialer(selector, members.get(peer).address(), this);
+        }
 
-        void start(String opName) {
-            attempts++;
+        long dialIfDue(long now, long wake, String opName) {
+            this.opName = opName;
             try {
-                SocketChannel ch = SocketChannel.open(StandardProtocolFamily.INET);
-                channel = ch;
-                configure(ch);
-                if (ch.connect(members.get(peer).address())) {
-                    connected(opName);
-                } else {
-                    ch.register(selector, SelectionKey.OP_CONNECT, this);
-                }
-            } catch (IOException e) {
-                failed(e, opName);
+                return dialer.dialIfDue(now, wake);
+            } catch (IOException e) {   // no socket could be opened: a failed attempt like any other
+                dialer.failed(e);
+                return wake;
             }
         }
 
-        void finishConnect(String opName) {
-            try {
-                if (channel.finishConnect()) connected(opName);
-            } catch (IOException e) {
-                failed(e, opName);
-            }
+        @Override
+        public void connected(SocketChannel channel) throws IOException {
+            new Handshake(channel, WHAT, new MeshHandshake(peer, opName)).start(selector);
         }
 
-        private void connected(String opName) throws IOException {
-            Handshake h = new Handshake(channel, peer);
-            SelectionKey key = channel.keyFor(selector);
-            if (key == null) {
-                key = channel.register(selector, 0, h);
-            } else {
-                key.attach(h);
-            }
-            h.key = key;
-            h.opName = opName;
-            h.advance();
-        }
-
-        private void failed(IOException e, String opName) {
-            lastError = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-            closeQuietly(channel);
-            channel = null;
+        @Override
+        public void attemptFailed(IOException e) {
+            String lastError = dialer.lastError();
             if (lastError.contains("refused") && ++refused >= REFUSED_ATTEMPTS) {
                 throw new PeerLostException("rank " + rank + ": " + opName + " cannot connect to rank " + peer + " at "
-                        + members.get(peer).text() + ": " + lastError + " (" + attempts + " attempts). Rank " + peer
+                        + members.get(peer).text() + ": " + lastError + " (" + dialer.attempts() + " attempts). Rank " + peer
                         + " no longer listens for mesh connections: it exited, crashed, or closed the group; check its output. "
                         + "The group is closed.", e);
             }
-            long backoff = Math.min(MAX_RETRY_MILLIS, FIRST_RETRY_MILLIS << Math.min(attempts - 1, 10));
-            retryAt = System.nanoTime() + backoff * 1_000_000;
-            log("connect to rank " + peer + " at " + members.get(peer).text() + " failed (" + lastError + "), attempt " + attempts);
+            log("connect to rank " + peer + " at " + members.get(peer).text() + " failed (" + lastError + "), attempt " + dialer.attempts());
         }
 
         /** The handshake failed: the process at the address is not this group's member {@code peer}. */
         void rejected(String why, String opName) {
-            closeQuietly(channel);
-            channel = null;
             throw new ConnectFailedException("rank " + rank + ": " + opName + ": the process at " + members.get(peer).text()
                     + " (rank " + peer + "'s mesh address) " + why + "; do all ranks of the job have the same JDIST_JOB_TOKEN "
                     + "(the launcher sets it per job), and is that really rank " + peer + " of this group?");
@@ -737,8 +686,11 @@ public final class PeerMesh implements AutoCloseable {
 
     // ------------------------------------------------------------------ the handshake (docs/reference/collectives.md §10.2)
 
+    /** How the mesh's handshake is named in failures of its connection. */
+    private static final String WHAT = "the mesh handshake";
+
     /**
-     * The mesh handshake, either side, non-blocking:
+     * The mesh handshake, either side:
      * <pre>
      *   connector → acceptor  "JDISTMS1" ‖ meshId[0,8) ‖ connector rank (i32) ‖ acceptor rank (i32) ‖ nonceC (32)
      *   acceptor  → connector nonceA (32) ‖ acceptorMac(CHANNEL, B, nonceA) (32)      B = SHA-256(meshId ‖ ranks ‖ nonceC)
@@ -748,73 +700,34 @@ public final class PeerMesh implements AutoCloseable {
      * then, for a pair on one host of a mesh over shared memory, the offer of a shared-memory file and its answer
      * ({@link MeshShm}).
      */
-    private final class Handshake {
-        final SocketChannel channel;
+    private final class MeshHandshake implements Handshake.Side {
         /** The rank connected to (connector side), or -1 on the acceptor side until the hello names it. */
         int peer;
         final boolean connector;
-        SelectionKey key;
-        String opName = "a collective";
-        ByteBuffer out = ByteBuffer.allocate(0);
-        ByteBuffer in;
+        final String opName;
         int stage;
         final byte[] myNonce = nonce();
         byte[] bind;
-        boolean finished;
         /** Connector: the pair's shared-memory file, while the acceptor has not answered. */
         MeshShm.Created created;
         MeshShm.Links links;
 
-        Handshake(SocketChannel channel, int peer) {
-            this.channel = channel;
+        MeshHandshake(int peer, String opName) {
             this.peer = peer;
             this.connector = peer >= 0;
-            if (connector) {
-                out = ByteBuffer.allocate(HELLO).put(MAGIC).put(meshId, 0, 8).putInt(rank).putInt(peer).put(myNonce).flip();
-                in = ByteBuffer.allocate(CHALLENGE_REPLY);
-                bind = binding(rank, peer, myNonce);
-            } else {
-                in = ByteBuffer.allocate(HELLO);
-            }
+            this.opName = opName;
         }
 
-        void advance() {
-            try {
-                while (!finished) {
-                    boolean moved = false;
-                    if (out.hasRemaining()) moved |= channel.write(out) > 0;
-                    if (in != null && in.hasRemaining()) {
-                        int got = channel.read(in);
-                        if (got < 0) {
-                            if (!connector && stage == 0 && in.position() == 0) {
-                                dropQuietly();   // a member's reachability probe (probe()): it sends nothing
-                                return;
-                            }
-                            fail("closed the connection during the mesh handshake");
-                            return;
-                        }
-                        moved |= got > 0;
-                    }
-                    if ((in == null || !in.hasRemaining()) && !step()) return;
-                    if (finished || !moved) break;
-                }
-                if (!finished && key.isValid()) {
-                    key.interestOps((in != null && in.hasRemaining() ? SelectionKey.OP_READ : 0)
-                            | (out.hasRemaining() ? SelectionKey.OP_WRITE : 0));
-                }
-            } catch (IOException e) {
-                fail("failed during the mesh handshake: " + e.getMessage());
-            }
+        @Override
+        public Handshake.Step first() {
+            if (!connector) return Handshake.Step.of(null, HELLO);
+            bind = binding(rank, peer, myNonce);
+            return Handshake.Step.of(ByteBuffer.allocate(HELLO).put(MAGIC).put(meshId, 0, 8).putInt(rank).putInt(peer).put(myNonce).flip(),
+                    CHALLENGE_REPLY);
         }
 
-        /** {@code in} is full (or only the last write is left); false when the handshake ended either way. */
-        private boolean step() {
-            if (in == null) {
-                if (!out.hasRemaining()) finish();
-                return !finished;
-            }
-            byte[] got = new byte[in.capacity()];
-            in.flip().get(got);
+        @Override
+        public Handshake.Step received(byte[] got) {
             if (!connector) {
                 if (stage == 0) {
                     ByteBuffer b = ByteBuffer.wrap(got);
@@ -825,134 +738,124 @@ public final class PeerMesh implements AutoCloseable {
                     int to = b.getInt();
                     byte[] nonceC = new byte[NONCE];
                     b.get(nonceC);
-                    if (!Arrays.equals(magic, MAGIC)) return fail("did not start the jdist mesh handshake");
-                    if (!Arrays.equals(tag, Arrays.copyOf(meshId, 8))) return fail("belongs to another group or job");
-                    if (to != rank || from < 0 || from >= rank) return fail("claims to be rank " + from + " connecting to rank " + to);
-                    if (connections[from] != null) return fail("claims rank " + from + ", which is already connected");
+                    if (!Arrays.equals(magic, MAGIC)) return Handshake.Step.fail("did not start the jdist mesh handshake");
+                    if (!Arrays.equals(tag, Arrays.copyOf(meshId, 8))) return Handshake.Step.fail("belongs to another group or job");
+                    if (to != rank || from < 0 || from >= rank) {
+                        return Handshake.Step.fail("claims to be rank " + from + " connecting to rank " + to);
+                    }
+                    if (connections[from] != null) return Handshake.Step.fail("claims rank " + from + ", which is already connected");
                     peer = from;
                     bind = binding(from, rank, nonceC);
-                    out = ByteBuffer.allocate(CHALLENGE_REPLY).put(myNonce).put(auth.acceptorMac(CHANNEL, bind, myNonce)).flip();
-                    in = ByteBuffer.allocate(MAC);
                     stage = 1;
+                    return Handshake.Step.of(ByteBuffer.allocate(CHALLENGE_REPLY).put(myNonce).put(auth.acceptorMac(CHANNEL, bind, myNonce))
+                            .flip(), MAC);
+                }
+                if (stage == 1) {
+                    if (!MessageDigest.isEqual(got, auth.connectorMac(CHANNEL, myNonce, bind))) {
+                        return Handshake.Step.fail("proved a different job token");
+                    }
+                    ByteBuffer accepted = ByteBuffer.allocate(1).put((byte) 1).flip();
+                    if (!sharedMemoryPair(peer)) return Handshake.Step.last(accepted);
+                    stage = 3;
+                    return Handshake.Step.of(accepted, MeshShm.OFFER);   // the connector answers 0x01 with its offer
+                }
+                // stage 3: the offer; 0x01 is long sent (the connector waited for it)
+                String why;
+                if (!MeshShm.offersFile(got)) {
+                    why = null;   // the connector could not create the file and has said so
                 } else {
-                    if (stage == 1) {
-                        if (!MessageDigest.isEqual(got, auth.connectorMac(CHANNEL, myNonce, bind))) return fail("proved a different job token");
-                        out = ByteBuffer.allocate(1).put((byte) 1).flip();
-                        if (sharedMemoryPair(peer)) {
-                            in = ByteBuffer.allocate(MeshShm.OFFER);   // the connector answers 0x01 with its offer
-                            stage = 3;
-                        } else {
-                            in = null;
-                            stage = 2;
-                        }
-                    } else {   // stage 3: the offer; 0x01 is long sent (the connector waited for it)
-                        String why;
-                        if (!MeshShm.offersFile(got)) {
-                            why = null;   // the connector could not create the file and has said so
-                        } else {
-                            try {
-                                links = MeshShm.open(got, peer, rank, meshTag(), shared);
-                                why = null;
-                            } catch (IOException | RuntimeException e) {
-                                why = "cannot map " + MeshShm.offerText(got) + ", which rank " + peer + " created: " + e.getMessage();
-                            }
-                        }
-                        if (why != null) sharedMemoryRefused(peer, why);
-                        out = ByteBuffer.allocate(1).put((byte) (links != null ? 1 : 0)).flip();
-                        in = null;
-                        stage = 4;
+                    try {
+                        links = MeshShm.open(got, peer, rank, meshTag(), shared);
+                        why = null;
+                    } catch (IOException | RuntimeException e) {
+                        why = "cannot map " + MeshShm.offerText(got) + ", which rank " + peer + " created: " + e.getMessage();
                     }
                 }
-            } else {
-                if (stage == 0) {
-                    byte[] nonceA = Arrays.copyOf(got, NONCE);
-                    byte[] mac = Arrays.copyOfRange(got, NONCE, CHALLENGE_REPLY);
-                    if (!MessageDigest.isEqual(mac, auth.acceptorMac(CHANNEL, bind, nonceA))) {
-                        return fail("failed the mesh handshake (it does not know this job's token, or is not this group's member)");
-                    }
-                    out = ByteBuffer.allocate(MAC).put(auth.connectorMac(CHANNEL, nonceA, bind)).flip();
-                    in = ByteBuffer.allocate(1);
-                    stage = 1;
-                } else if (stage == 1) {
-                    if (got[0] != 1) return fail("rejected this rank's mesh handshake");
-                    if (!sharedMemoryPair(peer)) {
-                        finish();
-                    } else {
-                        String why = null;
-                        try {
-                            created = MeshShm.create(shmCapacity, rank, peer, meshTag(), shared);
-                            synchronized (offered) {
-                                offered.add(created.path());
-                            }
-                        } catch (IOException | RuntimeException e) {
-                            why = "cannot create a " + MeshShm.fileBytes(shmCapacity) + "-byte file in " + ShmFiles.directory()
-                                    + ": " + e.getMessage();
-                            sharedMemoryRefused(peer, why);
-                        }
-                        out = MeshShm.offer(created, why);
-                        in = ByteBuffer.allocate(1);
-                        stage = 2;
-                    }
-                } else {   // stage 2: the answer to the offer
-                    if (created != null) {
-                        unlink(created.path());
-                        if (got[0] == 1) links = MeshShm.links(created.map(), created.capacity(), true);
-                        created = null;
-                    }
-                    finish();
-                }
+                if (why != null) sharedMemoryRefused(peer, why);
+                return Handshake.Step.last(ByteBuffer.allocate(1).put((byte) (links != null ? 1 : 0)).flip());
             }
-            return !finished;
+            if (stage == 0) {
+                byte[] nonceA = Arrays.copyOf(got, NONCE);
+                byte[] mac = Arrays.copyOfRange(got, NONCE, CHALLENGE_REPLY);
+                if (!MessageDigest.isEqual(mac, auth.acceptorMac(CHANNEL, bind, nonceA))) {
+                    return Handshake.Step.fail("failed the mesh handshake (it does not know this job's token, or is not this group's member)");
+                }
+                stage = 1;
+                return Handshake.Step.of(ByteBuffer.allocate(MAC).put(auth.connectorMac(CHANNEL, nonceA, bind)).flip(), 1);
+            }
+            if (stage == 1) {
+                if (got[0] != 1) return Handshake.Step.fail("rejected this rank's mesh handshake");
+                if (!sharedMemoryPair(peer)) return Handshake.Step.last(null);
+                String why = null;
+                try {
+                    created = MeshShm.create(shmCapacity, rank, peer, meshTag(), shared);
+                    synchronized (offered) {
+                        offered.add(created.path());
+                    }
+                } catch (IOException | RuntimeException e) {
+                    why = "cannot create a " + MeshShm.fileBytes(shmCapacity) + "-byte file in " + ShmFiles.directory()
+                            + ": " + e.getMessage();
+                    sharedMemoryRefused(peer, why);
+                }
+                stage = 2;
+                return Handshake.Step.of(MeshShm.offer(created, why), 1);
+            }
+            // stage 2: the answer to the offer
+            if (created != null) {
+                unlink(created.path());
+                if (got[0] == 1) links = MeshShm.links(created.map(), created.capacity(), true);
+                created = null;
+            }
+            return Handshake.Step.last(null);
         }
 
-        private void finish() {
-            finished = true;
+        @Override
+        public void finished(Handshake h) {
             if (connector) {
-                outgoing[peer].channel = null;
                 outgoing[peer] = null;
             } else {
                 synchronized (pending) {
-                    pending.remove(this);
+                    pending.remove(h);
                 }
             }
             if (connections[peer] != null) {   // two handshakes for one pair: keep the first
-                closeQuietly(channel);
+                closeQuietly(h.channel());
                 return;
             }
-            established(channel, peer, connector, key, links);
+            established(h.channel(), peer, connector, h.key(), links);
         }
 
-        private void dropQuietly() {
-            finished = true;
-            if (key != null) key.cancel();
-            closeQuietly(channel);
+        /** A member's reachability probe ({@link #probe}) connects and closes without a byte: dropped quietly. */
+        @Override
+        public boolean endedUnanswered(Handshake h, IOException cause) {
+            if (connector || cause != null) return false;
+            closeQuietly(h.channel());
             synchronized (pending) {
-                pending.remove(this);
+                pending.remove(h);
             }
+            return true;
         }
 
-        private boolean fail(String why) {
-            finished = true;
+        @Override
+        public void failed(Handshake h, String why) {
             if (created != null) unlink(created.path());
             String from;
             try {
-                from = String.valueOf(channel.getRemoteAddress());
+                from = String.valueOf(h.channel().getRemoteAddress());
             } catch (IOException | RuntimeException e) {
                 from = "?";
             }
-            if (key != null) key.cancel();
-            closeQuietly(channel);
+            closeQuietly(h.channel());
             if (connector) {
                 outgoing[peer].rejected(why.startsWith("closed") ? "closed the connection during the mesh handshake (it rejected "
                         + "this rank's proof)" : why, opName);
             } else {
                 synchronized (pending) {
-                    pending.remove(this);
+                    pending.remove(h);
                 }
                 if (dropped.size() < 8) dropped.add(from + " (" + why + ")");
                 log("dropped a connection from " + from + ": " + why);
             }
-            return false;
         }
     }
 }

@@ -115,6 +115,7 @@ final class MpiGroup implements GroupImpl {
 
     /** {@code MPI_Ibarrier} polled to completion; a failure or the deadline ends the job. */
     private void barrier(String name, String function) {
+        // Written out for the reason allReduce is: it allocates nothing.
         describe(name, function, null, 0, -1);
         rt.started();
         try {
@@ -146,8 +147,10 @@ final class MpiGroup implements GroupImpl {
         long type = rt.datatype(t);
         long mop = rt.op(t, op);
         int s = t.itemSize();
+        // Written out, not through operation() and collective(): on the usual path (native arrays) nothing is allocated,
+        // not even an arena, and their lambdas would be (they capture this call's arguments: 48-56 bytes a call, measured).
         boolean staged = !in.segment().isNative() || !out.segment().isNative();
-        Arena arena = staged ? Arena.ofConfined() : null;   // no per-call arena on the usual (native) path
+        Arena arena = staged ? Arena.ofConfined() : null;
         try {
             MemorySegment dst = writable(out, arena);
             boolean inPlace = in.segment().isNative() && in.segment().address() == dst.address();
@@ -190,7 +193,7 @@ final class MpiGroup implements GroupImpl {
         if (e == 0) return;
         long type = rt.datatype(t);
         int s = t.itemSize();
-        try (Arena arena = Arena.ofConfined()) {
+        operation("MPI_Iallgather", arena -> {
             MemorySegment src = readable(in, arena);
             MemorySegment dst = writable(out, arena);
             if (e <= maxCount) {
@@ -208,26 +211,13 @@ final class MpiGroup implements GroupImpl {
                 }
             }
             copyBack(dst, out);
-        } catch (DistributedException ex) {
-            throw ex;
-        } catch (Throwable ex) {
-            throw rt.wrap("MPI_Iallgather", ex);
-        } finally {
-            done();
-        }
+        });
     }
 
     private void gather(MemorySegment src, int c, MemorySegment dst, long type, Array in) throws Throwable {
         describe("all_gather", "MPI_Iallgather", in, c, -1);
-        rt.started();
-        int rc;
-        rt.enter();
-        try {
-            rc = (int) rt.lib.iallgather.invokeExact(src, c, type, dst, c, type, comm, request);
-        } finally {
-            rt.exit();
-        }
-        finishCollective(rc, (long) c * in.dtype().itemSize() * size);
+        collective(() -> (int) rt.lib.iallgather.invokeExact(src, c, type, dst, c, type, comm, request),
+                (long) c * in.dtype().itemSize() * size);
         Reference.reachabilityFence(src);
         Reference.reachabilityFence(dst);
     }
@@ -241,7 +231,7 @@ final class MpiGroup implements GroupImpl {
         long type = rt.datatype(t);
         long mop = rt.op(t, ReduceOp.SUM);
         int s = t.itemSize();
-        try (Arena arena = Arena.ofConfined()) {
+        operation("MPI_Ireduce_scatter_block", arena -> {
             MemorySegment src = readable(in, arena);
             MemorySegment dst = writable(out, arena);
             if (chunkElems <= maxCount) {
@@ -259,28 +249,75 @@ final class MpiGroup implements GroupImpl {
                 }
             }
             copyBack(dst, out);
+        });
+    }
+
+    private void reduceScatter(MemorySegment src, MemorySegment dst, int c, long type, long mop, Array in) throws Throwable {
+        describe("sum_scatter", "MPI_Ireduce_scatter_block", in, c, -1);
+        collective(() -> (int) rt.lib.ireduceScatterBlock.invokeExact(src, dst, c, type, mop, comm, request),
+                (long) c * in.dtype().itemSize() * size);
+        Reference.reachabilityFence(src);
+        Reference.reachabilityFence(dst);
+    }
+
+    /** One nonblocking MPI call's start ({@code MPI_I…} into {@link #request}): returns its code. */
+    @FunctionalInterface
+    private interface Start {
+        int call() throws Throwable;
+    }
+
+    /** What an operation does between the skeleton's set-up and tidy-up ({@link #operation}). */
+    @FunctionalInterface
+    private interface Body {
+        void run(Arena arena) throws Throwable;
+    }
+
+    /**
+     * The skeleton of an operation: runs {@code body} with a confined arena for staging, lets a {@link
+     * DistributedException} through and wraps anything else as a failure to call {@code function}; then forgets the
+     * operation's array. Not for allReduce, broadcast and barrier, which allocate nothing per call (see allReduce).
+     */
+    private void operation(String function, Body body) {
+        try (Arena arena = Arena.ofConfined()) {
+            body.run(arena);
         } catch (DistributedException ex) {
             throw ex;
         } catch (Throwable ex) {
-            throw rt.wrap("MPI_Ireduce_scatter_block", ex);
+            throw rt.wrap(function, ex);
         } finally {
             done();
         }
     }
 
-    private void reduceScatter(MemorySegment src, MemorySegment dst, int c, long type, long mop, Array in) throws Throwable {
-        describe("sum_scatter", "MPI_Ireduce_scatter_block", in, c, -1);
-        rt.started();
-        int rc;
+    /** Calls {@code start} under the runtime's lock. */
+    private int locked(Start start) throws Throwable {
         rt.enter();
         try {
-            rc = (int) rt.lib.ireduceScatterBlock.invokeExact(src, dst, c, type, mop, comm, request);
+            return start.call();
         } finally {
             rt.exit();
         }
-        finishCollective(rc, (long) c * in.dtype().itemSize() * size);
-        Reference.reachabilityFence(src);
-        Reference.reachabilityFence(dst);
+    }
+
+    /** Starts a collective ({@code start}, under the runtime's lock) and waits for it ({@link #finishCollective}). */
+    private void collective(Start start, long bytes) throws Throwable {
+        rt.started();
+        finishCollective(locked(start), bytes);
+    }
+
+    /**
+     * A send or receive: starts it ({@code start}, under the runtime's lock) and waits for it; an error it starts or
+     * completes with is a {@link DistributedException}, and the group stays usable (MPI is done with the buffer).
+     */
+    private void pointToPoint(Start start, long bytes) throws Throwable {
+        rt.started();
+        try {
+            int rc = locked(start);
+            if (rc == 0) rc = rt.await(request, flag, status, bytes, onDeadline);
+            if (rc != 0) throw mpiFailure(rc);
+        } finally {
+            rt.finished();
+        }
     }
 
     /**
@@ -311,38 +348,19 @@ final class MpiGroup implements GroupImpl {
         long e = x.size();
         long type = rt.datatype(t);
         int s = t.itemSize();
-        try (Arena arena = Arena.ofConfined()) {
+        operation("MPI_Isend", arena -> {
             MemorySegment src = readable(x, arena);
             long o = 0;
             do {
                 int c = (int) Math.min(maxCount, e - o);
                 MemorySegment piece = src.asSlice(o * s, (long) c * s);
                 describe("send", "MPI_Isend", x, c, dst);
-                rt.started();
-                try {
-                    int rc;
-                    rt.enter();
-                    try {
-                        rc = (int) rt.lib.isend.invokeExact(piece, c, type, dst, TAG, comm, request);
-                    } finally {
-                        rt.exit();
-                    }
-                    if (rc == 0) rc = rt.await(request, flag, status, (long) c * s, onDeadline);
-                    if (rc != 0) throw mpiFailure(rc);
-                } finally {
-                    rt.finished();
-                }
+                pointToPoint(() -> (int) rt.lib.isend.invokeExact(piece, c, type, dst, TAG, comm, request), (long) c * s);
                 Reference.reachabilityFence(piece);
                 o += c;
             } while (o < e);
             Reference.reachabilityFence(src);
-        } catch (DistributedException ex) {
-            throw ex;
-        } catch (Throwable ex) {
-            throw rt.wrap("MPI_Isend", ex);
-        } finally {
-            done();
-        }
+        });
     }
 
     @Override
@@ -352,7 +370,7 @@ final class MpiGroup implements GroupImpl {
         long e = out.size();
         long type = rt.datatype(t);
         int s = t.itemSize();
-        try (Arena arena = Arena.ofConfined()) {
+        operation("MPI_Irecv", arena -> {
             MemorySegment dst = writable(out, arena);
             MemorySegment got = arena.allocate(ValueLayout.JAVA_INT);
             long o = 0;
@@ -360,21 +378,8 @@ final class MpiGroup implements GroupImpl {
                 int c = (int) Math.min(maxCount, e - o);
                 MemorySegment piece = dst.asSlice(o * s, (long) c * s);
                 describe("recv", "MPI_Irecv", out, c, src);
-                rt.started();
-                try {
-                    int rc;
-                    rt.enter();
-                    try {
-                        rc = (int) rt.lib.irecv.invokeExact(piece, c, type, src, ANY_TAG, comm, request);
-                    } finally {
-                        rt.exit();
-                    }
-                    if (rc == 0) rc = rt.await(request, flag, status, (long) c * s, onDeadline);
-                    // Completed with an error (e.g. MPI_ERR_TRUNCATE): MPI is done with the buffer; the group stays usable.
-                    if (rc != 0) throw mpiFailure(rc);
-                } finally {
-                    rt.finished();
-                }
+                // Completed with an error (e.g. MPI_ERR_TRUNCATE): MPI is done with the buffer; the group stays usable.
+                pointToPoint(() -> (int) rt.lib.irecv.invokeExact(piece, c, type, src, ANY_TAG, comm, request), (long) c * s);
                 Reference.reachabilityFence(piece);
                 rt.enter();
                 try {
@@ -392,13 +397,7 @@ final class MpiGroup implements GroupImpl {
             } while (o < e);
             copyBack(dst, out);
             Reference.reachabilityFence(dst);
-        } catch (DistributedException ex) {
-            throw ex;
-        } catch (Throwable ex) {
-            throw rt.wrap("MPI_Irecv", ex);
-        } finally {
-            done();
-        }
+        });
     }
 
     // ---------------------------------------------------------------- the operations MLX lacks (docs/reference/collectives.md §13.8)
@@ -418,6 +417,7 @@ final class MpiGroup implements GroupImpl {
         if (e == 0) return;
         long type = rt.datatype(t);
         int s = t.itemSize();
+        // Written out for the reason allReduce is: on native memory it allocates nothing.
         Arena arena = buffer.segment().isNative() ? null : Arena.ofConfined();
         try {
             MemorySegment buf = rank == root ? readable(buffer, arena) : writable(buffer, arena);
@@ -462,29 +462,16 @@ final class MpiGroup implements GroupImpl {
         }
         DType t = in.dtype();
         long type = rt.datatype(t);
-        try (Arena arena = Arena.ofConfined()) {
+        operation("MPI_Ialltoall", arena -> {
             MemorySegment src = readable(in, arena);
             MemorySegment dst = writable(out, arena);
             describe("all_to_all", "MPI_Ialltoall", in, (int) block, -1);
-            rt.started();
-            int rc;
-            rt.enter();
-            try {
-                rc = (int) rt.lib.ialltoall.invokeExact(src, (int) block, type, dst, (int) block, type, comm, request);
-            } finally {
-                rt.exit();
-            }
-            finishCollective(rc, in.nbytes());
+            collective(() -> (int) rt.lib.ialltoall.invokeExact(src, (int) block, type, dst, (int) block, type, comm, request),
+                    in.nbytes());
             Reference.reachabilityFence(src);
             Reference.reachabilityFence(dst);
             copyBack(dst, out);
-        } catch (DistributedException ex) {
-            throw ex;
-        } catch (Throwable ex) {
-            throw rt.wrap("MPI_Ialltoall", ex);
-        } finally {
-            done();
-        }
+        });
     }
 
     /** {@code MPI_Ialltoallv}; counts or displacements beyond C {@code int} go as point-to-point messages. */
@@ -499,21 +486,14 @@ final class MpiGroup implements GroupImpl {
         }
         DType t = in.dtype();
         long type = rt.datatype(t);
-        try (Arena arena = Arena.ofConfined()) {
+        operation("MPI_Ialltoallv", arena -> {
             MemorySegment src = readable(in, arena);
             MemorySegment dst = writable(out, arena);
             MemorySegment sc = ints(arena, sendCounts), sd = ints(arena, sendDispls);
             MemorySegment rcs = ints(arena, recvCounts), rd = ints(arena, recvDispls);
             describe("all_to_all_v", "MPI_Ialltoallv", in, (int) Math.min(Integer.MAX_VALUE, in.size()), -1);
-            rt.started();
-            int rc;
-            rt.enter();
-            try {
-                rc = (int) rt.lib.ialltoallv.invokeExact(src, sc, sd, type, dst, rcs, rd, type, comm, request);
-            } finally {
-                rt.exit();
-            }
-            finishCollective(rc, in.nbytes() + out.nbytes());
+            collective(() -> (int) rt.lib.ialltoallv.invokeExact(src, sc, sd, type, dst, rcs, rd, type, comm, request),
+                    in.nbytes() + out.nbytes());
             Reference.reachabilityFence(src);
             Reference.reachabilityFence(dst);
             Reference.reachabilityFence(sc);
@@ -521,13 +501,7 @@ final class MpiGroup implements GroupImpl {
             Reference.reachabilityFence(rcs);
             Reference.reachabilityFence(rd);
             copyBack(dst, out);
-        } catch (DistributedException ex) {
-            throw ex;
-        } catch (Throwable ex) {
-            throw rt.wrap("MPI_Ialltoallv", ex);
-        } finally {
-            done();
-        }
+        });
     }
 
     /** {@code MPI_Igather}; blocks above {@link #maxCount} elements go as point-to-point messages. */
@@ -550,29 +524,16 @@ final class MpiGroup implements GroupImpl {
             return;
         }
         long type = rt.datatype(t);
-        try (Arena arena = Arena.ofConfined()) {
+        operation("MPI_Igather", arena -> {
             MemorySegment src = readable(in, arena);
             MemorySegment dst = rank == root ? writable(out, arena) : MemorySegment.NULL;
             describeRooted("gather", "MPI_Igather", in, (int) c, root);
-            rt.started();
-            int rc;
-            rt.enter();
-            try {
-                rc = (int) rt.lib.igather.invokeExact(src, (int) c, type, dst, (int) c, type, root, comm, request);
-            } finally {
-                rt.exit();
-            }
-            finishCollective(rc, c * s * (rank == root ? size : 1));
+            collective(() -> (int) rt.lib.igather.invokeExact(src, (int) c, type, dst, (int) c, type, root, comm, request),
+                    c * s * (rank == root ? size : 1));
             Reference.reachabilityFence(src);
             Reference.reachabilityFence(dst);
             if (rank == root) copyBack(dst, out);
-        } catch (DistributedException ex) {
-            throw ex;
-        } catch (Throwable ex) {
-            throw rt.wrap("MPI_Igather", ex);
-        } finally {
-            done();
-        }
+        });
     }
 
     /** {@code MPI_Iscatter}; blocks above {@link #maxCount} elements go as point-to-point messages. */
@@ -595,29 +556,16 @@ final class MpiGroup implements GroupImpl {
             return;
         }
         long type = rt.datatype(t);
-        try (Arena arena = Arena.ofConfined()) {
+        operation("MPI_Iscatter", arena -> {
             MemorySegment src = rank == root ? readable(in, arena) : MemorySegment.NULL;
             MemorySegment dst = writable(out, arena);
             describeRooted("scatter", "MPI_Iscatter", out, (int) c, root);
-            rt.started();
-            int rc;
-            rt.enter();
-            try {
-                rc = (int) rt.lib.iscatter.invokeExact(src, (int) c, type, dst, (int) c, type, root, comm, request);
-            } finally {
-                rt.exit();
-            }
-            finishCollective(rc, c * s * (rank == root ? size : 1));
+            collective(() -> (int) rt.lib.iscatter.invokeExact(src, (int) c, type, dst, (int) c, type, root, comm, request),
+                    c * s * (rank == root ? size : 1));
             Reference.reachabilityFence(src);
             Reference.reachabilityFence(dst);
             copyBack(dst, out);
-        } catch (DistributedException ex) {
-            throw ex;
-        } catch (Throwable ex) {
-            throw rt.wrap("MPI_Iscatter", ex);
-        } finally {
-            done();
-        }
+        });
     }
 
     /** Every transfer as an {@code MPI_Isend} or {@code MPI_Irecv} (tag 0, as send and recv), all posted, then waited for. */
@@ -655,9 +603,9 @@ final class MpiGroup implements GroupImpl {
      * reported once all have completed (MPI is then done with every buffer); a deadline ends the job.
      */
     private void exchange(String name, List<Message> messages, int tag) {
-        int calls = 0;
-        for (Message m : messages) calls += (int) Math.max(1, (m.elements() + maxCount - 1) / maxCount);
-        try (Arena arena = Arena.ofConfined()) {
+        operation("MPI_Isend/MPI_Irecv", arena -> {
+            int calls = 0;
+            for (Message m : messages) calls += (int) Math.max(1, (m.elements() + maxCount - 1) / maxCount);
             MemorySegment requests = arena.allocate(8L * calls, 8);
             MemorySegment statuses = arena.allocate((long) rt.abi.statusSize() * calls, 8);
             MemorySegment got = arena.allocate(ValueLayout.JAVA_INT);
@@ -740,13 +688,7 @@ final class MpiGroup implements GroupImpl {
                 if (!m.send() && received.put(m.array(), true) == null) copyBack(buffers.get(m.array()), m.array());
             }
             Reference.reachabilityFence(buffers);
-        } catch (DistributedException ex) {
-            throw ex;
-        } catch (Throwable ex) {
-            throw rt.wrap("MPI_Isend/MPI_Irecv", ex);
-        } finally {
-            done();
-        }
+        });
     }
 
     /** Offsets of blocks of {@code counts} elements laid back to back. */

@@ -4,12 +4,13 @@ import dev.jdist.ConfigException;
 import dev.jdist.ConnectFailedException;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
+import dev.jdist.connect.Dialer;
+import dev.jdist.connect.Handshake;
+import dev.jdist.connect.Sockets;
 
 import java.io.IOException;
 import java.net.BindException;
 import java.net.InetSocketAddress;
-import java.net.StandardProtocolFamily;
-import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
@@ -26,7 +27,8 @@ import java.util.List;
  * address j. jdist binds and listens on all its own addresses first, then connects and accepts at
  * the same time (one selector, no threads), retrying refused connections with a short backoff
  * until the deadline; nothing is written during set-up unless authentication is on
- * ({@link RingAuthenticator}). TCP_NODELAY on every connection.
+ * ({@link RingAuthenticator}). TCP_NODELAY on every connection. The attempts and the handshake's byte exchange are
+ * {@link dev.jdist.connect}'s, shared with the peer mesh; the ring's handshake bytes are {@link RingHandshake}'s.
  */
 final class RingConnector {
 
@@ -48,8 +50,6 @@ final class RingConnector {
         }
     }
 
-    private static final long FIRST_RETRY_MILLIS = 50;
-    private static final long MAX_RETRY_MILLIS = 1000;
     private static final int MAX_PENDING_HANDSHAKES = 16;
 
     private final RingSettings settings;
@@ -95,15 +95,9 @@ final class RingConnector {
      * process on the same address — e.g. a duplicate rank — is detected).
      */
     static ServerSocketChannel listen(InetSocketAddress address, String text, String owner) {
-        ServerSocketChannel ch = null;
         try {
-            ch = ServerSocketChannel.open(StandardProtocolFamily.INET);
-            ch.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            ch.bind(address, 16);
-            ch.configureBlocking(false);
-            return ch;
+            return Sockets.listen(address, 16);
         } catch (IOException e) {
-            closeQuietly(ch);
             String msg = String.valueOf(e.getMessage());
             String fix;
             if (msg.contains("in use")) {
@@ -146,7 +140,7 @@ final class RingConnector {
                 l.channel().register(selector, SelectionKey.OP_ACCEPT, s);
                 log.log("listening on " + l.text() + " for left neighbour rank " + leftRank + " (connection " + l.index() + ")");
             }
-            for (Target t : targets) connectSlots.add(new ConnectSlot(t));
+            for (Target t : targets) connectSlots.add(new ConnectSlot(t, selector));
 
             while (true) {
                 long now = System.nanoTime();
@@ -157,22 +151,16 @@ final class RingConnector {
                 if (now - deadline >= 0) throw deadlineError(listenSlots, connectSlots, timeout);
                 long wake = deadline;
                 for (ConnectSlot s : connectSlots) {
-                    if (s.result != null || s.channel != null) continue;
-                    if (now - s.retryAt >= 0) {
-                        s.startAttempt(selector);
-                    } else if (s.retryAt - wake < 0) {
-                        wake = s.retryAt;
-                    }
+                    if (s.result == null) wake = s.dialer.dialIfDue(now, wake);
                 }
-                long waitMillis = Math.max(1, (wake - System.nanoTime() + 999_999) / 1_000_000);
-                selector.select(waitMillis);
+                selector.select(Dialer.millisUntil(wake));
                 for (SelectionKey key : selector.selectedKeys()) {
                     Object a = key.attachment();
                     if (!key.isValid()) continue;
                     if (a instanceof ListenSlot s) {
                         s.acceptAll(selector);
-                    } else if (a instanceof ConnectSlot s) {
-                        s.finish(selector);
+                    } else if (a instanceof Dialer d) {
+                        d.finishConnect();
                     } else if (a instanceof Handshake h) {
                         h.advance();
                     }
@@ -197,13 +185,13 @@ final class RingConnector {
         } finally {
             for (ListenSlot s : listenSlots) {
                 closeQuietly(s.listener.channel());
-                for (Handshake h : s.pending) closeQuietly(h.channel);
+                for (Handshake h : s.pending) closeQuietly(h.channel());
                 if (!ok) closeQuietly(s.result);
             }
             for (Listener l : listeners) closeQuietly(l.channel());
             for (ConnectSlot s : connectSlots) {
                 if (!ok) {
-                    closeQuietly(s.channel);
+                    closeQuietly(s.dialer.channel());
                     closeQuietly(s.result);
                 }
             }
@@ -222,8 +210,8 @@ final class RingConnector {
         List<String> failedConnects = new ArrayList<>();
         for (ConnectSlot s : connectSlots) {
             if (s.result != null) continue;
-            failedConnects.add("right[" + s.target.index() + "] to " + s.target.text() + " after " + s.attempts
-                    + " attempt(s)" + (s.lastError == null ? "" : " (last: " + s.lastError + ")"));
+            failedConnects.add("right[" + s.target.index() + "] to " + s.target.text() + " after " + s.dialer.attempts()
+                    + " attempt(s)" + (s.dialer.lastError() == null ? "" : " (last: " + s.dialer.lastError() + ")"));
         }
         List<String> missingAccepts = new ArrayList<>();
         for (ListenSlot s : listenSlots) {
@@ -251,17 +239,7 @@ final class RingConnector {
     }
 
     static void closeQuietly(java.io.Closeable c) {
-        if (c == null) return;
-        try {
-            c.close();
-        } catch (IOException ignored) {
-            // closing is best effort
-        }
-    }
-
-    private static void configure(SocketChannel ch) throws IOException {
-        ch.configureBlocking(false);
-        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        Sockets.closeQuietly(c);
     }
 
     // ------------------------------------------------------------------ accepting
@@ -276,27 +254,17 @@ final class RingConnector {
 
         void acceptAll(Selector selector) throws IOException {
             while (result == null) {
-                SocketChannel ch = listener.channel().accept();
+                SocketChannel ch = Sockets.acceptNext(listener.channel());
                 if (ch == null) return;
-                try {
-                    configure(ch);
-                } catch (IOException e) {
-                    // the caller gave up at once (reset); keep waiting for the neighbour
-                    closeQuietly(ch);
-                    continue;
-                }
                 if (auth == null) {
                     complete(ch);
                     return;
                 }
-                if (pending.size() >= MAX_PENDING_HANDSHAKES) {
-                    Handshake oldest = pending.removeFirst();
-                    closeQuietly(oldest.channel);
-                }
-                Handshake h = Handshake.acceptor(this, ch, listener.index(), auth);
+                if (pending.size() >= MAX_PENDING_HANDSHAKES) closeQuietly(pending.removeFirst().channel());
+                Handshake h = new Handshake(ch, "authentication", new RingHandshake(this, null, listener.index()));
                 pending.add(h);
                 try {
-                    h.register(selector);
+                    h.start(selector);
                 } catch (IOException e) {
                     reject(h, "closed before authenticating");
                 }
@@ -307,7 +275,7 @@ final class RingConnector {
             result = ch;
             log.log("accepted connection " + listener.index() + " on " + listener.text() + " from left neighbour rank " + leftRank);
             closeQuietly(listener.channel());
-            for (Handshake h : pending) if (h.channel != ch) closeQuietly(h.channel);
+            for (Handshake h : pending) if (h.channel() != ch) closeQuietly(h.channel());
             pending.clear();
         }
 
@@ -316,78 +284,53 @@ final class RingConnector {
             pending.remove(h);
             String from;
             try {
-                from = String.valueOf(h.channel.getRemoteAddress());
+                from = String.valueOf(h.channel().getRemoteAddress());
             } catch (IOException e) {
                 from = "?";
             }
-            closeQuietly(h.channel);
+            closeQuietly(h.channel());
             log.log("dropped a connection from " + from + " on " + listener.text() + ": " + why + "; still waiting for rank " + leftRank);
         }
     }
 
     // ------------------------------------------------------------------ connecting
 
-    private final class ConnectSlot {
+    private final class ConnectSlot implements Dialer.Events {
         final Target target;
-        SocketChannel channel;
+        final Selector selector;
+        final Dialer dialer;
         SocketChannel result;
-        int attempts;
-        long retryAt = System.nanoTime();
-        String lastError;
 
-        ConnectSlot(Target target) { this.target = target; }
-
-        void startAttempt(Selector selector) throws IOException {
-            attempts++;
-            SocketChannel ch = SocketChannel.open(StandardProtocolFamily.INET);
-            try {
-                configure(ch);
-                channel = ch;
-                if (ch.connect(target.address())) {
-                    connected(selector);
-                } else {
-                    ch.register(selector, SelectionKey.OP_CONNECT, this);
-                }
-            } catch (IOException e) {
-                failed(e);
-            }
+        ConnectSlot(Target target, Selector selector) {
+            this.target = target;
+            this.selector = selector;
+            this.dialer = new Dialer(selector, target.address(), this);
         }
 
-        void finish(Selector selector) throws IOException {
-            try {
-                if (channel.finishConnect()) connected(selector);
-            } catch (IOException e) {
-                failed(e);
-            }
-        }
-
-        private void failed(IOException e) {
-            lastError = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-            closeQuietly(channel);
-            channel = null;
-            long backoff = Math.min(MAX_RETRY_MILLIS, FIRST_RETRY_MILLIS << Math.min(attempts - 1, 10));
-            retryAt = System.nanoTime() + backoff * 1_000_000;
+        @Override
+        public void attemptFailed(IOException e) {
+            int attempts = dialer.attempts();
             if (log.verbose() && (attempts <= 3 || attempts % 10 == 0)) {
-                log.log("connect to rank " + rightRank + " at " + target.text() + " failed (" + lastError + "), attempt "
+                log.log("connect to rank " + rightRank + " at " + target.text() + " failed (" + dialer.lastError() + "), attempt "
                         + attempts + "; retrying");
             }
         }
 
-        private void connected(Selector selector) throws IOException {
+        @Override
+        public void connected(SocketChannel channel) throws IOException {
             if (auth == null) {
                 SelectionKey key = channel.keyFor(selector);
                 if (key != null) key.cancel();
                 done(channel);
                 return;
             }
-            Handshake h = Handshake.connector(this, channel, target.index(), auth);
-            h.register(selector);
+            new Handshake(channel, "authentication", new RingHandshake(null, this, target.index())).start(selector);
         }
 
         void done(SocketChannel ch) {
             result = ch;
             log.log("connected " + target.index() + " to right neighbour rank " + rightRank + " at " + target.text()
-                    + " (attempt " + attempts + ")");
+                    + " (attempt " + dialer.attempts() + ")");
         }
 
         void authFailed(String why) {
@@ -397,92 +340,65 @@ final class RingConnector {
         }
     }
 
-    // ------------------------------------------------------------------ handshake state machine
+    // ------------------------------------------------------------------ the authentication handshake (§9)
 
-    private static final class Handshake {
-        final SocketChannel channel;
-        final boolean acceptorSide;
-        final int index;
+    /** Either side of the ring's authentication handshake on connection {@code index} ({@link RingAuthenticator}). */
+    private final class RingHandshake implements Handshake.Side {
+        /** The acceptor's slot, or null on the connector side. */
         final ListenSlot listenSlot;
+        /** The connector's slot, or null on the acceptor side. */
         final ConnectSlot connectSlot;
-        final RingAuthenticator auth;
-        ByteBuffer out = ByteBuffer.allocate(0);
-        ByteBuffer in;
+        final int index;
         int stage;
-        byte[] myNonce = RingAuthenticator.nonce();
+        final byte[] myNonce = RingAuthenticator.nonce();
         byte[] peerNonce;
-        SelectionKey key;
-        boolean finished;
 
-        private Handshake(SocketChannel channel, boolean acceptorSide, int index, ListenSlot ls, ConnectSlot cs,
-                          RingAuthenticator auth) {
-            this.channel = channel;
-            this.acceptorSide = acceptorSide;
-            this.index = index;
+        RingHandshake(ListenSlot ls, ConnectSlot cs, int index) {
             this.listenSlot = ls;
             this.connectSlot = cs;
-            this.auth = auth;
+            this.index = index;
         }
 
-        static Handshake acceptor(ListenSlot s, SocketChannel ch, int j, RingAuthenticator auth) {
-            Handshake h = new Handshake(ch, true, j, s, null, auth);
-            h.in = ByteBuffer.allocate(RingAuthenticator.HELLO);
-            return h;
+        @Override
+        public Handshake.Step first() {
+            if (listenSlot != null) return Handshake.Step.of(null, RingAuthenticator.HELLO);
+            return Handshake.Step.of(ByteBuffer.allocate(RingAuthenticator.HELLO).put(RingAuthenticator.MAGIC).put(myNonce).flip(),
+                    RingAuthenticator.CHALLENGE_REPLY);
         }
 
-        static Handshake connector(ConnectSlot s, SocketChannel ch, int j, RingAuthenticator auth) {
-            Handshake h = new Handshake(ch, false, j, null, s, auth);
-            h.out = ByteBuffer.allocate(RingAuthenticator.HELLO).put(RingAuthenticator.MAGIC).put(h.myNonce).flip();
-            h.in = ByteBuffer.allocate(RingAuthenticator.CHALLENGE_REPLY);
-            return h;
-        }
-
-        void register(Selector selector) throws IOException {
-            key = channel.keyFor(selector);
-            if (key == null) {
-                key = channel.register(selector, interest(), this);
-            } else {
-                key.attach(this);
-                key.interestOps(interest());
-            }
-            advance();
-        }
-
-        private int interest() {
-            return (in != null && in.hasRemaining() ? SelectionKey.OP_READ : 0)
-                    | (out.hasRemaining() ? SelectionKey.OP_WRITE : 0);
-        }
-
-        void advance() {
-            try {
-                while (!finished) {
-                    boolean moved = false;
-                    if (out.hasRemaining()) moved |= channel.write(out) > 0;
-                    if (in != null && in.hasRemaining()) {
-                        int got = channel.read(in);
-                        if (got < 0 && notAnsweredYet()) {
-                            notThereYet(new IOException("the connection was accepted and closed before the handshake's "
-                                    + "first answer (a proxy or NAT in between whose target is not listening yet?)"));
-                            return;
-                        }
-                        if (got < 0) {
-                            fail("closed the connection during authentication");
-                            return;
-                        }
-                        moved |= got > 0;
+        @Override
+        public Handshake.Step received(byte[] got) {
+            if (listenSlot != null) {
+                if (stage++ == 0) {
+                    if (!RingAuthenticator.same(Arrays.copyOf(got, 8), RingAuthenticator.MAGIC)) {
+                        return Handshake.Step.fail("did not start the jdist authentication handshake");
                     }
-                    if ((in == null || !in.hasRemaining()) && !step()) return;
-                    if (finished) break;
-                    if (!moved) break;
+                    peerNonce = Arrays.copyOfRange(got, 8, 8 + RingAuthenticator.NONCE);
+                    return Handshake.Step.of(ByteBuffer.allocate(RingAuthenticator.CHALLENGE_REPLY).put(myNonce)
+                            .put(auth.acceptorMac(index, peerNonce, myNonce)).flip(), RingAuthenticator.MAC);
                 }
-                if (!finished && key.isValid()) key.interestOps(interest());
-            } catch (IOException e) {
-                if (notAnsweredYet()) {
-                    notThereYet(e);
-                } else {
-                    fail("failed during authentication: " + e.getMessage());
+                if (!RingAuthenticator.same(got, auth.connectorMac(index, myNonce, peerNonce))) {
+                    return Handshake.Step.fail("proved a different job token");
                 }
+                return Handshake.Step.last(ByteBuffer.allocate(1).put(RingAuthenticator.ACCEPTED).flip());
             }
+            if (stage++ == 0) {
+                peerNonce = Arrays.copyOf(got, RingAuthenticator.NONCE);
+                byte[] mac = Arrays.copyOfRange(got, RingAuthenticator.NONCE, RingAuthenticator.CHALLENGE_REPLY);
+                if (!RingAuthenticator.same(mac, auth.acceptorMac(index, myNonce, peerNonce))) {
+                    return Handshake.Step.fail("failed authentication (it does not know this job's token)");
+                }
+                return Handshake.Step.of(ByteBuffer.allocate(RingAuthenticator.MAC).put(auth.connectorMac(index, peerNonce, myNonce)).flip(), 1);
+            }
+            if (got[0] != RingAuthenticator.ACCEPTED) return Handshake.Step.fail("rejected this rank's authentication");
+            return Handshake.Step.last(null);
+        }
+
+        @Override
+        public void finished(Handshake h) {
+            h.key().cancel();
+            if (listenSlot != null) listenSlot.complete(h.channel());
+            else connectSlot.done(h.channel());
         }
 
         /**
@@ -490,82 +406,20 @@ final class RingConnector {
          * any answer has not met its neighbour: something in between (a proxy, a service mesh's sidecar, a NAT relay)
          * accepted it for a neighbour that is not listening yet. That is retried like a refused connection.
          */
-        private boolean notAnsweredYet() {
-            return !acceptorSide && stage == 0 && in.position() == 0;
+        @Override
+        public boolean endedUnanswered(Handshake h, IOException cause) {
+            if (connectSlot == null) return false;
+            connectSlot.dialer.failed(cause != null ? cause : new IOException("the connection was accepted and closed before "
+                    + "the handshake's first answer (a proxy or NAT in between whose target is not listening yet?)"));
+            return true;
         }
 
-        private void notThereYet(IOException why) {
-            finished = true;
-            if (key != null) key.cancel();
-            connectSlot.failed(why);
-        }
-
-        /** Called when {@code in} is full; returns false when the handshake ended (either way). */
-        private boolean step() {
-            if (in == null) {
-                // only the acceptor's final ack is left: done once it is written
-                if (!out.hasRemaining()) finish();
-                return !finished;
-            }
-            byte[] got = new byte[in.capacity()];
-            in.flip().get(got);
-            if (acceptorSide) {
-                if (stage == 0) {
-                    if (!RingAuthenticator.same(Arrays.copyOf(got, 8), RingAuthenticator.MAGIC)) {
-                        fail("did not start the jdist authentication handshake");
-                        return false;
-                    }
-                    peerNonce = Arrays.copyOfRange(got, 8, 8 + RingAuthenticator.NONCE);
-                    out = ByteBuffer.allocate(RingAuthenticator.CHALLENGE_REPLY).put(myNonce)
-                            .put(auth.acceptorMac(index, peerNonce, myNonce)).flip();
-                    in = ByteBuffer.allocate(RingAuthenticator.MAC);
-                    stage = 1;
-                } else {
-                    if (!RingAuthenticator.same(got, auth.connectorMac(index, myNonce, peerNonce))) {
-                        fail("proved a different job token");
-                        return false;
-                    }
-                    out = ByteBuffer.allocate(1).put(RingAuthenticator.ACCEPTED).flip();
-                    in = null;
-                    stage = 2;
-                    if (!out.hasRemaining()) finish();
-                }
+        @Override
+        public void failed(Handshake h, String why) {
+            if (listenSlot != null) {
+                listenSlot.reject(h, why);
             } else {
-                if (stage == 0) {
-                    peerNonce = Arrays.copyOf(got, RingAuthenticator.NONCE);
-                    byte[] mac = Arrays.copyOfRange(got, RingAuthenticator.NONCE, RingAuthenticator.CHALLENGE_REPLY);
-                    if (!RingAuthenticator.same(mac, auth.acceptorMac(index, myNonce, peerNonce))) {
-                        fail("failed authentication (it does not know this job's token)");
-                        return false;
-                    }
-                    out = ByteBuffer.allocate(RingAuthenticator.MAC).put(auth.connectorMac(index, peerNonce, myNonce)).flip();
-                    in = ByteBuffer.allocate(1);
-                    stage = 1;
-                } else {
-                    if (got[0] != RingAuthenticator.ACCEPTED) {
-                        fail("rejected this rank's authentication");
-                        return false;
-                    }
-                    finish();
-                }
-            }
-            return !finished;
-        }
-
-        private void finish() {
-            finished = true;
-            if (key != null) key.cancel();
-            if (acceptorSide) listenSlot.complete(channel);
-            else connectSlot.done(channel);
-        }
-
-        private void fail(String why) {
-            finished = true;
-            if (key != null) key.cancel();
-            if (acceptorSide) {
-                listenSlot.reject(this, why);
-            } else {
-                closeQuietly(channel);
+                closeQuietly(h.channel());
                 connectSlot.authFailed(why.startsWith("closed") ? "closed the connection during authentication (it "
                         + "rejected this rank's token)" : why);
             }
