@@ -1,8 +1,6 @@
 package dev.jdist.algo;
 
-import dev.jdist.mesh.MeshSchedule;
-
-import static dev.jdist.mesh.MeshSchedule.Buffer.WORK;
+import static dev.jdist.algo.MeshSchedule.Buffer.WORK;
 
 /**
  * Bruck's all-gather (docs/reference/collectives.md §10.8): {@code ceil(log2 n)} rounds for any n, no fold. Before round k rank r

@@ -1,12 +1,10 @@
 package dev.jdist.algo;
 
-import dev.jdist.mesh.MeshSchedule;
-
 import java.util.ArrayList;
 import java.util.List;
 
-import static dev.jdist.mesh.MeshSchedule.Buffer.SCRATCH;
-import static dev.jdist.mesh.MeshSchedule.Buffer.WORK;
+import static dev.jdist.algo.MeshSchedule.Buffer.SCRATCH;
+import static dev.jdist.algo.MeshSchedule.Buffer.WORK;
 
 /**
  * Rabenseifner's all-reduce (docs/reference/collectives.md §10.6): a reduce-scatter by recursive halving, then an all-gather by

@@ -1,7 +1,5 @@
 package dev.jdist.algo;
 
-import dev.jdist.mesh.MeshSchedule;
-
 /**
  * The one switch from (collective, algorithm) to a schedule builder, for the algorithms that run over the mesh. The
  * {@link HostLayout} says which members share a host; only the hierarchical algorithms look at it.

@@ -1,7 +1,6 @@
 package dev.jdist.algo;
 
-import dev.jdist.mesh.MeshSchedule;
-import dev.jdist.mesh.MeshSchedule.Buffer;
+import dev.jdist.algo.MeshSchedule.Buffer;
 
 /**
  * The schedules of the operations MLX lacks for a group whose ranks reach only their two ring neighbours (the JACCL

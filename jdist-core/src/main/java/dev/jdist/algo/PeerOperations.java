@@ -3,8 +3,6 @@ package dev.jdist.algo;
 import dev.jdist.Array;
 import dev.jdist.PeerOp;
 import dev.jdist.UnsupportedCollectiveException;
-import dev.jdist.mesh.MeshSchedule;
-import dev.jdist.mesh.ScheduleRunner;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,7 +1,6 @@
 package dev.jdist.algo;
 
-import dev.jdist.mesh.MeshSchedule;
-import dev.jdist.mesh.MeshSchedule.Buffer;
+import dev.jdist.algo.MeshSchedule.Buffer;
 
 import java.util.List;
 

@@ -1,9 +1,7 @@
 package dev.jdist.algo;
 
-import dev.jdist.mesh.MeshSchedule;
-
-import static dev.jdist.mesh.MeshSchedule.Buffer.SCRATCH;
-import static dev.jdist.mesh.MeshSchedule.Buffer.WORK;
+import static dev.jdist.algo.MeshSchedule.Buffer.SCRATCH;
+import static dev.jdist.algo.MeshSchedule.Buffer.WORK;
 
 /**
  * Recursive doubling (docs/reference/collectives.md §10.5): {@code log2 m} steps in which each (virtual) rank exchanges everything

@@ -1,9 +1,7 @@
 package dev.jdist.algo;
 
-import dev.jdist.mesh.MeshSchedule;
-
-import static dev.jdist.mesh.MeshSchedule.Buffer.SCRATCH;
-import static dev.jdist.mesh.MeshSchedule.Buffer.WORK;
+import static dev.jdist.algo.MeshSchedule.Buffer.SCRATCH;
+import static dev.jdist.algo.MeshSchedule.Buffer.WORK;
 
 /**
  * sum_scatter by recursive halving (docs/reference/collectives.md §10.7), over the {@link Fold}'s {@code m} virtual ranks. Virtual

@@ -7,7 +7,7 @@
  * {@code JDIST_ALGO_RULES} ({@link dev.jdist.algo.AlgorithmRules}) and decides from the size and the
  * {@link dev.jdist.algo.Topology}. The operations MLX lacks (§13): {@link dev.jdist.algo.PeerSchedules} between ranks
  * that reach each other, {@link dev.jdist.algo.NeighbourSchedules} between ring neighbours only, and
- * {@link dev.jdist.algo.PeerOperations}, the code around them shared by every {@link dev.jdist.mesh.ScheduleRunner}.
+ * {@link dev.jdist.algo.PeerOperations}, the code around them shared by every {@link dev.jdist.algo.ScheduleRunner}.
  * No sockets: {@code dev.jdist.mesh} (TCP) and {@code dev.jdist.jaccl} (RDMA frames) run the schedules.
  */
 package dev.jdist.algo;

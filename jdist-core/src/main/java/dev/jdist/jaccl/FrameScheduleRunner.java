@@ -1,10 +1,10 @@
 package dev.jdist.jaccl;
 
-import dev.jdist.mesh.MeshSchedule;
-import dev.jdist.mesh.MeshSchedule.Buffer;
-import dev.jdist.mesh.MeshSchedule.Message;
-import dev.jdist.mesh.MeshSchedule.Step;
-import dev.jdist.mesh.ScheduleRunner;
+import dev.jdist.algo.MeshSchedule;
+import dev.jdist.algo.MeshSchedule.Buffer;
+import dev.jdist.algo.MeshSchedule.Message;
+import dev.jdist.algo.MeshSchedule.Step;
+import dev.jdist.algo.ScheduleRunner;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -5,10 +5,11 @@ import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
 import dev.jdist.ReduceOp;
-import dev.jdist.mesh.MeshSchedule.Buffer;
-import dev.jdist.mesh.MeshSchedule.Combine;
-import dev.jdist.mesh.MeshSchedule.Message;
-import dev.jdist.mesh.MeshSchedule.Step;
+import dev.jdist.algo.MeshSchedule;
+import dev.jdist.algo.MeshSchedule.Buffer;
+import dev.jdist.algo.MeshSchedule.Combine;
+import dev.jdist.algo.MeshSchedule.Message;
+import dev.jdist.algo.MeshSchedule.Step;
 import dev.jdist.reduce.Reducer;
 import dev.jdist.shm.ShmLink;
 

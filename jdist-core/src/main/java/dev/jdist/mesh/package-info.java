@@ -4,7 +4,7 @@
  * member is known to be jdist ({@code RingGroup.peerMesh()}, {@code RingGroup.meshTransport()}); nothing here ever
  * touches the MLX-compatible ring sockets.
  *
- * <p>An operation is a {@link dev.jdist.mesh.MeshSchedule} per rank, built by a pure function and run by
+ * <p>An operation is a {@link dev.jdist.algo.MeshSchedule} per rank, built by a pure function and run by
  * {@link dev.jdist.mesh.MeshTransport#run}, which connects to the peers the schedule names (on demand), moves each
  * step's messages concurrently, combines, and breaks the mesh on any failure. For example, a send to any rank and the
  * matching receive:

@@ -14,7 +14,7 @@ import dev.jdist.algo.MeshAlgorithms;
 import dev.jdist.algo.PeerOperations;
 import dev.jdist.algo.Topology;
 import dev.jdist.mesh.MeshReach;
-import dev.jdist.mesh.MeshSchedule;
+import dev.jdist.algo.MeshSchedule;
 import dev.jdist.mesh.MeshTransport;
 import dev.jdist.mesh.PeerMesh;
 import dev.jdist.spi.GroupImpl;

@@ -3,7 +3,6 @@ package dev.jdist.algo;
 import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
-import dev.jdist.mesh.MeshSchedule;
 import dev.jdist.testing.LongTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -1,6 +1,5 @@
 package dev.jdist.algo;
 
-import dev.jdist.mesh.MeshSchedule;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;

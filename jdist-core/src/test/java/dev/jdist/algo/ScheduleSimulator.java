@@ -2,11 +2,10 @@ package dev.jdist.algo;
 
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
-import dev.jdist.mesh.MeshSchedule;
-import dev.jdist.mesh.MeshSchedule.Buffer;
-import dev.jdist.mesh.MeshSchedule.Combine;
-import dev.jdist.mesh.MeshSchedule.Message;
-import dev.jdist.mesh.MeshSchedule.Step;
+import dev.jdist.algo.MeshSchedule.Buffer;
+import dev.jdist.algo.MeshSchedule.Combine;
+import dev.jdist.algo.MeshSchedule.Message;
+import dev.jdist.algo.MeshSchedule.Step;
 import dev.jdist.reduce.Reducer;
 
 import java.lang.foreign.Arena;

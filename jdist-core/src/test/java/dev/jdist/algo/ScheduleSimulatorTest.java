@@ -2,14 +2,13 @@ package dev.jdist.algo;
 
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
-import dev.jdist.mesh.MeshSchedule;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 
-import static dev.jdist.mesh.MeshSchedule.Buffer.WORK;
+import static dev.jdist.algo.MeshSchedule.Buffer.WORK;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** The simulator catches what it is there to catch: mismatched lengths, overlaps, deadlocks. */

@@ -2,6 +2,7 @@ package dev.jdist.mesh;
 
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.PeerLostException;
+import dev.jdist.algo.MeshSchedule;
 import dev.jdist.ring.RingGroup;
 import dev.jdist.ring.RingTestSupport;
 import org.junit.jupiter.api.BeforeAll;

@@ -1,10 +1,10 @@
-package dev.jdist.mesh;
+package dev.jdist.algo;
 
 import java.lang.foreign.MemorySegment;
 
 /**
  * What runs one rank's part of a {@link MeshSchedule} that only moves data (no combines): the ring's peer mesh
- * ({@code RingGroup} over {@link MeshTransport}, which also breaks the ring on a failure) and JACCL's frame engine
+ * ({@code RingGroup} over {@link dev.jdist.mesh.MeshTransport}, which also breaks the ring on a failure) and JACCL's frame engine
  * ({@code FrameScheduleRunner}) both do, so the operations MLX lacks share their schedules and the code around them
  * ({@code dev.jdist.algo.PeerOperations}) whatever carries the bytes.
  */

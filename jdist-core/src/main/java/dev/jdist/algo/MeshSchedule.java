@@ -1,13 +1,13 @@
-package dev.jdist.mesh;
+package dev.jdist.algo;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeSet;
 
 /**
- * One rank's part of an operation between the members of a {@link PeerMesh}, as plain data (docs/reference/collectives.md §10.3):
+ * One rank's part of an operation between the members of a {@link dev.jdist.mesh.PeerMesh}, as plain data (docs/reference/collectives.md §10.3):
  * an ordered list of {@link Step}s, each a set of messages to and from any members followed by local combines. Built
- * by pure functions (the algorithms in {@code dev.jdist.algo}, tested without sockets); {@link MeshTransport} runs it.
+ * by pure functions (the algorithms in {@code dev.jdist.algo}, tested without sockets); {@link dev.jdist.mesh.MeshTransport} runs it.
  *
  * <p>What running a schedule means:
  * <ul>
