@@ -7,7 +7,7 @@
 #      memory, bfloat16 over TCP), each with the ranks' JVMs without and with the module (JDK_JAVA_OPTIONS);
 #   3. JMH: an operation's trace with no recording, a recording without the event and one with it;
 #   4. jdist bench small-message latency with every rank recording dev.jdist.Operation events, and the
-#      summary of those recordings (dev.jdist.OperationSummary).
+#      summary of those recordings (dev.jdist.flight.OperationSummary).
 # Usage: bench/kernels-report.sh [OUT_DIR]   (default: bench-results/kernels-<UTC date-time>). ~15 minutes on 2 cores.
 set -euo pipefail
 source "$(PATH=/usr/bin:/bin; dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib/start.sh"
@@ -46,5 +46,5 @@ bench_run latency-untraced "$JDIST" bench -n 2 --op all_sum --sizes 4B:4KiB -f 3
 mkdir -p "$OUT/jfr"
 bench_run latency-traced "$JDIST" bench -n 2 --env "JDK_JAVA_OPTIONS=-XX:StartFlightRecording:filename=$OUT/jfr/rank-%p.jfr" \
   --op all_sum --sizes 4B:4KiB -f 32 -w 100 -i 3000
-bench_run trace-summary "$JAVA" -cp "$ROOT/jdist-cli/target/jdist.jar" dev.jdist.OperationSummary "$OUT"/jfr/*.jfr
+bench_run trace-summary "$JAVA" -cp "$ROOT/jdist-cli/target/jdist.jar" dev.jdist.flight.OperationSummary "$OUT"/jfr/*.jfr
 echo "results in $OUT" >&2

@@ -3,6 +3,7 @@ package dev.jdist;
 import dev.jdist.cluster.ClusterJob;
 import dev.jdist.cluster.JobDiscovery;
 import dev.jdist.cluster.JobSource;
+import dev.jdist.flight.OperationTrace;
 import dev.jdist.rendezvous.GroupAgreement;
 import dev.jdist.rendezvous.Rendezvous;
 import dev.jdist.rendezvous.RendezvousSession;

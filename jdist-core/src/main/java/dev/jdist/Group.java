@@ -1,5 +1,6 @@
 package dev.jdist;
 
+import dev.jdist.flight.OperationTrace;
 import dev.jdist.liveness.LivenessMonitor;
 import dev.jdist.liveness.LivenessSettings;
 import dev.jdist.spi.GroupImpl;

@@ -1,5 +1,6 @@
 package dev.jdist;
 
+import dev.jdist.flight.OperationTrace;
 import dev.jdist.liveness.LivenessMonitor;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.JobTable;
@@ -28,7 +29,7 @@ final class GroupWatch implements OperationQueue.Watch {
     @Override
     public void before(OperationFingerprint op) {
         // a batch's transfers pair up with another batch's, one by one: there is no single peer to compare with
-        if (!monitor.detail() || op.operation().equals(OperationTrace.Kind.BATCH_SEND_RECV.mlxName)) return;
+        if (!monitor.detail() || op.operation().equals(OperationTrace.Kind.BATCH_SEND_RECV.mlxName())) return;
         Map<Integer, OperationFingerprint> calls = op.isCollective() ? compareCollective(op) : comparePair(op);
         if (calls.isEmpty()) return;
         StringBuilder absent = new StringBuilder();

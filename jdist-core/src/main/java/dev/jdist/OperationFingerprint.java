@@ -1,5 +1,7 @@
 package dev.jdist;
 
+import dev.jdist.flight.OperationTrace;
+
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
@@ -87,7 +89,7 @@ public final class OperationFingerprint {
      */
     public static OperationFingerprint of(long sequence, long collective, String operation, DType dtype, int[] shape, int peer) {
         for (OperationTrace.Kind k : OperationTrace.Kind.values()) {
-            if (k.mlxName.equals(operation)) {
+            if (k.mlxName().equals(operation)) {
                 return new OperationFingerprint(sequence, collective, k, dtype, shape == null ? null : shape.clone(), peer, 0);
             }
         }
@@ -108,7 +110,7 @@ public final class OperationFingerprint {
     public long collective() { return collective; }
 
     /** MLX's name of the operation: all_sum, all_max, all_min, all_gather, sum_scatter, send, recv or split. */
-    public String operation() { return kind.mlxName; }
+    public String operation() { return kind.mlxName(); }
 
     OperationTrace.Kind kind() { return kind; }
 
@@ -146,7 +148,7 @@ public final class OperationFingerprint {
     /** The call without its number: {@code all_sum float32[1024]}, {@code send int32[8] to rank 3}, {@code split}. */
     public String call() {
         if (kind == OperationTrace.Kind.SPLIT) return "split";
-        StringBuilder sb = new StringBuilder(kind.mlxName).append(' ').append(dtype == null ? "?" : dtype.mlxName()).append('[');
+        StringBuilder sb = new StringBuilder(kind.mlxName()).append(' ').append(dtype == null ? "?" : dtype.mlxName()).append('[');
         for (int i = 0; shape != null && i < shape.length; i++) sb.append(i > 0 ? "," : "").append(shape[i] < 0 ? "…" : shape[i]);
         sb.append(']');
         if (kind == OperationTrace.Kind.SEND) sb.append(" to rank ").append(peer);

@@ -1,5 +1,6 @@
 package dev.jdist;
 
+import dev.jdist.flight.OperationTrace;
 import dev.jdist.liveness.LocalActivity;
 
 import java.util.concurrent.CompletableFuture;
@@ -25,8 +26,8 @@ import java.util.function.Supplier;
  * finishes its ticket, so later ones run.
  *
  * <p>A ticket is the operation's sequence number in its group: every operation, sync or async, runs
- * through {@link #execute} with it, between {@link OperationTrace#begin()}/{@link OperationTrace#started} and
- * {@link OperationTrace#end}.
+ * through {@link #execute} with it, between {@link OperationEvent#beginOperation()}/{@link OperationTrace#started} and
+ * {@link OperationTrace#end}/{@link OperationEvent#endOperation}.
  */
 final class OperationQueue implements AutoCloseable, LocalActivity {
 
@@ -157,14 +158,14 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
         OperationFingerprint fingerprint = fingerprint(ticket, kind, dtype, shape, bytes, peer);
         current = fingerprint;
         changedAt = System.nanoTime();
-        OperationEvent event = OperationTrace.begin();
+        OperationEvent event = OperationEvent.beginOperation();
         trace.started(ticket, kind, dtype, shape, bytes, peer, async);
         Throwable failure = null;
         Watch w = watch;
         try {
             if (closedBefore(ticket)) {
                 // issued before close() but not started: the backend is being released, so it must not run
-                throw new IllegalStateException("group " + name + " was closed before this " + kind.mlxName
+                throw new IllegalStateException("group " + name + " was closed before this " + kind.mlxName()
                         + " (operation #" + ticket + ") started; wait for your operations before closing the group");
             }
             if (w != null) w.before(fingerprint);
@@ -179,7 +180,8 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
             throw t;
         } finally {
             try {
-                trace.end(event, ticket, kind, dtype, bytes, peer, async, failure);
+                trace.end(ticket, failure);
+                OperationEvent.endOperation(event, trace, ticket, kind, dtype, bytes, peer, async, failure);
             } finally {
                 lastCompleted = fingerprint;
                 current = null;

@@ -1,5 +1,6 @@
 package dev.jdist;
 
+import dev.jdist.flight.OperationTrace;
 import dev.jdist.ring.RingTestSupport;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

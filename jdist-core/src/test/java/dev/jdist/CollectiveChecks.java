@@ -1,5 +1,6 @@
 package dev.jdist;
 
+import dev.jdist.flight.OperationTrace;
 import dev.jdist.spi.GroupImpl;
 
 import java.util.ArrayList;

@@ -1,5 +1,6 @@
 package dev.jdist;
 
+import dev.jdist.flight.OperationTrace;
 import dev.jdist.spi.JobTable;
 import dev.jdist.spi.RankRecord;
 import org.junit.jupiter.api.AfterEach;

@@ -1,5 +1,7 @@
 package dev.jdist;
 
+import dev.jdist.flight.OperationSummary;
+import dev.jdist.flight.OperationTrace;
 import dev.jdist.ring.RingTestSupport;
 import jdk.jfr.Recording;
 import jdk.jfr.consumer.RecordedEvent;

@@ -1,5 +1,6 @@
 package dev.jdist;
 
+import dev.jdist.flight.OperationTrace;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

@@ -1,5 +1,6 @@
 package dev.jdist;
 
+import dev.jdist.flight.OperationTrace;
 import dev.jdist.nn.MatrixKernels;
 import dev.jdist.reduce.Kernels;
 import dev.jdist.reduce.Reducer;

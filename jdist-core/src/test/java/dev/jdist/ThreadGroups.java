@@ -1,5 +1,6 @@
 package dev.jdist;
 
+import dev.jdist.flight.OperationTrace;
 import dev.jdist.reduce.Reducer;
 import dev.jdist.spi.GroupImpl;
 

@@ -1,5 +1,7 @@
 package dev.jdist;
 
+import dev.jdist.flight.FlightRecorder;
+import dev.jdist.flight.OperationTrace;
 import dev.jdist.spi.GroupImpl;
 import jdk.jfr.Recording;
 import org.openjdk.jmh.annotations.Benchmark;

@@ -3,7 +3,7 @@ package dev.jdist.launch;
 import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.Distributed;
-import dev.jdist.FlightRecorder;
+import dev.jdist.flight.FlightRecorder;
 import dev.jdist.Group;
 
 import java.nio.file.Files;

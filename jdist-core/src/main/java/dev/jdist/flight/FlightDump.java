@@ -18,7 +18,7 @@ import java.util.stream.Stream;
 /**
  * One process's flight record as written to disk: format {@value #FORMAT}, version {@value #VERSION}, one JSON
  * document per file, described field by field in docs/observability.md ("Dump format"). The recorder writes it
- * ({@code dev.jdist.FlightRecorder}); {@link FlightAnalysis}, {@code jdist launch} and {@code jdist doctor analyze}
+ * ({@link FlightRecorder}); {@link FlightAnalysis}, {@code jdist launch} and {@code jdist doctor analyze}
  * read it. Readers ignore fields they do not know (a later version 1 may add some) and refuse another format or
  * version, naming the file.
  *

@@ -3,7 +3,7 @@ package dev.jdist.nccl;
 import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.Group;
-import dev.jdist.NcclTestGroups;
+import dev.jdist.TestGroups;
 import dev.jdist.cluster.ClusterJob;
 import dev.jdist.cluster.JobDiscovery;
 import dev.jdist.rendezvous.Rendezvous;
@@ -54,7 +54,7 @@ class NcclRendezvousStubIT {
             StoreRendezvous rv = Rendezvous.open(job, env);
             try {
                 GroupImpl impl = new NcclBackend(Map.of()).join(true, rv).orElseThrow();
-                try (Group g = NcclTestGroups.wrap(impl)) {
+                try (Group g = TestGroups.wrap(impl)) {
                     Array s = g.allSum(Array.full(DType.FLOAT32, r + 1, 8));
                     return g.backend() + " " + g.rank() + "/" + g.size() + " sum " + s.getDouble(7) + " table "
                             + rv.table().orElseThrow().rank(r).backend();

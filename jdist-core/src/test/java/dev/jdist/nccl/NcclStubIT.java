@@ -8,7 +8,7 @@ import dev.jdist.PeerLostException;
 import dev.jdist.Distributed;
 import dev.jdist.DistributedException;
 import dev.jdist.Group;
-import dev.jdist.NcclTestGroups;
+import dev.jdist.TestGroups;
 import dev.jdist.ReduceOp;
 import dev.jdist.UnsupportedCollectiveException;
 import dev.jdist.spi.GroupImpl;
@@ -66,7 +66,7 @@ class NcclStubIT {
         int port = FreePorts.one();
         return RankThreads.run(n, 60, r -> {
             GroupImpl impl = new NcclBackend(Map.of()).init(true, rankEnv(r, n, port, 20_000, stubs.env())).orElseThrow();
-            return NcclTestGroups.wrap(impl);
+            return TestGroups.wrap(impl);
         });
     }
 

@@ -2,7 +2,7 @@ package dev.jdist.nn;
 
 import dev.jdist.Array;
 import dev.jdist.Group;
-import dev.jdist.NcclTestGroups;
+import dev.jdist.TestGroups;
 import dev.jdist.ring.RingTestSupport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -41,7 +41,7 @@ class NnOverRingTest {
     void averagingVariantsGiveTheSameBitsOnEveryRank() throws Exception {
         int n = 3;
         List<List<List<Array>>> results = RingTestSupport.onEveryRank(RingTestSupport.hostfile(dir, n, 1), n, Map.of(), impl -> {
-            Group g = NcclTestGroups.wrap(impl);
+            Group g = TestGroups.wrap(impl);
             List<Array> mine = leaves(g.rank());
             List<List<Array>> r = new ArrayList<>();
             r.add(Gradients.average(mine, g));
@@ -84,7 +84,7 @@ class NnOverRingTest {
         Array x = Array.fromFloats(xv, 4, 64);
         float[] expected = down.forward(Activations.silu(up.forward(x))).toFloatArray();
         List<float[]> ys = RingTestSupport.onEveryRank(RingTestSupport.hostfile(dir, n, 1), n, Map.of(), impl -> {
-            Group g = NcclTestGroups.wrap(impl);
+            Group g = TestGroups.wrap(impl);
             return ShardedToAllLinear.fromLinear(down, g)
                     .forward(Activations.silu(AllToShardedLinear.fromLinear(up, g).forward(x))).toFloatArray();
         });

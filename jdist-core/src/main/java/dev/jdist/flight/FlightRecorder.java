@@ -1,6 +1,8 @@
-package dev.jdist;
+package dev.jdist.flight;
 
-import dev.jdist.flight.FlightDump;
+import dev.jdist.BuildInfo;
+import dev.jdist.ConfigException;
+import dev.jdist.DistributedException;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -92,7 +94,7 @@ public final class FlightRecorder {
     public static Path directory() { return settings().dir(); }
 
     /** Tests and benchmarks: forget every group and failure, and use this capacity and directory from now on. */
-    static synchronized void resetForTesting(int capacity, Path dir) {
+    public static synchronized void resetForTesting(int capacity, Path dir) {
         resetForTesting();
         settings = new Settings(capacity, dir);
     }

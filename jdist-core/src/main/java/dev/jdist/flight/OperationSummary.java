@@ -1,5 +1,6 @@
-package dev.jdist;
+package dev.jdist.flight;
 
+import dev.jdist.OperationEvent;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordingFile;
 
@@ -18,16 +19,16 @@ import java.util.Map;
  * operation and dtype with the count, the bytes, the total time and the median, p99 and largest
  * durations of the {@code dev.jdist.Operation} events (docs/observability.md).
  *
- * <pre>java -cp jdist.jar dev.jdist.OperationSummary rank0.jfr rank1.jfr ...</pre>
+ * <pre>java -cp jdist.jar dev.jdist.flight.OperationSummary rank0.jfr rank1.jfr ...</pre>
  */
 public final class OperationSummary {
     private OperationSummary() {}
 
     /** One row's key and its durations in nanoseconds. */
-    record Row(int rank, String group, String operation, String dtype, String backend, List<Long> nanos, long[] bytesAndErrors) {}
+    public record Row(int rank, String group, String operation, String dtype, String backend, List<Long> nanos, long[] bytesAndErrors) {}
 
     /** Reads the {@code dev.jdist.Operation} events of {@code files} into rows, largest total time first. */
-    static List<Row> rows(List<Path> files) throws IOException {
+    public static List<Row> rows(List<Path> files) throws IOException {
         Map<String, Row> rows = new LinkedHashMap<>();
         for (Path f : files) {
             for (RecordedEvent e : RecordingFile.readAllEvents(f)) {
@@ -60,7 +61,7 @@ public final class OperationSummary {
         return sorted.get(index) / 1e3;
     }
 
-    static void print(List<Row> rows, PrintStream out) {
+    public static void print(List<Row> rows, PrintStream out) {
         out.printf("%4s  %-24s  %-11s  %-9s  %-7s  %8s  %12s  %10s  %10s  %10s  %10s  %6s%n", "rank", "group", "operation",
                 "dtype", "backend", "count", "bytes", "total(ms)", "median(us)", "p99(us)", "max(us)", "errors");
         for (Row r : rows) {
@@ -72,7 +73,7 @@ public final class OperationSummary {
 
     public static void main(String[] args) throws IOException {
         if (args.length == 0) {
-            System.err.println("usage: java -cp jdist.jar dev.jdist.OperationSummary RECORDING.jfr...  (one recording per rank, or one for all)");
+            System.err.println("usage: java -cp jdist.jar dev.jdist.flight.OperationSummary RECORDING.jfr...  (one recording per rank, or one for all)");
             System.exit(2);
         }
         List<Path> files = new ArrayList<>();

@@ -1,6 +1,6 @@
-package dev.jdist;
+package dev.jdist.flight;
 
-import dev.jdist.flight.FlightDump;
+import dev.jdist.DType;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -26,7 +26,7 @@ import java.util.List;
  * </pre>
  * The exception of a failed operation is kept beside the slots ({@code failure}), written only on failure.
  *
- * <p>One writer at a time: {@link OperationQueue} runs a group's operations one after another, and the
+ * <p>One writer at a time: {@link dev.jdist.OperationQueue} runs a group's operations one after another, and the
  * hand-over between them (its lock) orders one writer's stores before the next's. Readers (a dump, on any
  * thread, while operations go on) take a consistent copy of each slot through its stamp (a seqlock), so the
  * hot path pays a few plain stores and no lock.
@@ -204,7 +204,7 @@ final class OperationRing {
             }
             String stateName = st == STARTED ? FlightDump.STARTED : st == COMPLETED ? FlightDump.COMPLETED : FlightDump.FAILED;
             long t0 = copy[START], t1 = copy[END];
-            return new FlightDump.Operation(seq, k.mlxName, tc == 0 ? null : DTYPES[tc - 1].mlxName(), shape,
+            return new FlightDump.Operation(seq, k.mlxName(), tc == 0 ? null : DTYPES[tc - 1].mlxName(), shape,
                     n > MAX_DIMS ? n : null, copy[BYTES], (int) meta, (meta & ASYNC_BIT) != 0, stateName,
                     st == FAILED && f != null ? FlightRecorder.describe(f) : null,
                     clock.toInstant(t0).toString(), st == STARTED ? null : clock.toInstant(t1).toString(),

@@ -1,6 +1,13 @@
-package dev.jdist;
+package dev.jdist.flight;
 
-import dev.jdist.flight.FlightDump;
+import dev.jdist.Array;
+import dev.jdist.ConfigException;
+import dev.jdist.DType;
+import dev.jdist.DeadlineExceededException;
+import dev.jdist.Group;
+import dev.jdist.TestGroups;
+import dev.jdist.PeerLostException;
+import dev.jdist.ReduceOp;
 import dev.jdist.spi.GroupImpl;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -77,7 +84,7 @@ class FlightRecorderTest {
     @Test
     void aGroupKeepsItsLastOperationsWithTheirFields() {
         FlightRecorder.resetForTesting(4, dir);
-        Group g = new Group(new FakeImpl(null, null), OperationTrace.WORLD);
+        Group g = TestGroups.wrap(new FakeImpl(null, null));
         g.allSum(Array.ones(DType.FLOAT32, 1024));
         g.allGather(Array.ones(DType.INT32, 3, 4));
         g.send(Array.ones(DType.UINT8, 5), 2);
@@ -113,7 +120,7 @@ class FlightRecorderTest {
         FlightRecorder.resetForTesting(8, dir);
         CountDownLatch release = new CountDownLatch(1);
         FakeImpl impl = new FakeImpl(null, release);
-        Group g = new Group(impl, OperationTrace.WORLD);
+        Group g = TestGroups.wrap(impl);
         var running = g.allSumAsync(Array.ones(DType.FLOAT32, 16));
         assertThat(impl.entered.await(30, TimeUnit.SECONDS)).isTrue();
         try {
@@ -143,7 +150,7 @@ class FlightRecorderTest {
     @Test
     void theFirstFailureOfAGroupWritesTheRecordOnce() throws Exception {
         FlightRecorder.resetForTesting(16, dir);
-        Group g = new Group(new FakeImpl(new DeadlineExceededException("made no progress for 5 s"), null), OperationTrace.WORLD);
+        Group g = TestGroups.wrap(new FakeImpl(new DeadlineExceededException("made no progress for 5 s"), null));
         assertThatThrownBy(() -> g.allSum(Array.ones(DType.FLOAT32, 1024))).isInstanceOf(DeadlineExceededException.class);
         List<Path> files = FlightDump.files(dir);
         assertThat(files).hasSize(1);
@@ -168,7 +175,7 @@ class FlightRecorderTest {
     @Test
     void aBadArgumentIsNotAFailureOfTheJob() throws Exception {
         FlightRecorder.resetForTesting(16, dir);
-        Group g = new Group(new FakeImpl(new IllegalStateException("a bug in a backend"), null), OperationTrace.WORLD);
+        Group g = TestGroups.wrap(new FakeImpl(new IllegalStateException("a bug in a backend"), null));
         assertThatThrownBy(() -> g.allSum(Array.ones(DType.FLOAT32, 4))).isInstanceOf(IllegalStateException.class);
         assertThat(FlightDump.files(dir)).isEmpty();
         assertThat(only(FlightRecorder.snapshot("x")).recent().get(0).error()).isEqualTo("IllegalStateException: a bug in a backend");
@@ -177,7 +184,7 @@ class FlightRecorderTest {
     @Test
     void offKeepsNothingAndWritesNothing() throws Exception {
         FlightRecorder.resetForTesting(0, dir);
-        Group g = new Group(new FakeImpl(new PeerLostException("gone"), null), OperationTrace.WORLD);
+        Group g = TestGroups.wrap(new FakeImpl(new PeerLostException("gone"), null));
         assertThatThrownBy(() -> g.allSum(Array.ones(DType.FLOAT32, 4))).isInstanceOf(PeerLostException.class);
         assertThat(FlightRecorder.dump("request")).isEmpty();
         assertThat(FlightDump.files(dir)).isEmpty();
@@ -187,7 +194,7 @@ class FlightRecorderTest {
     @Test
     void aSplitGroupHasItsOwnRecordUnderItsLabel() {
         FlightRecorder.resetForTesting(16, dir);
-        Group g = new Group(new FakeImpl(null, null), OperationTrace.WORLD);
+        Group g = TestGroups.wrap(new FakeImpl(null, null));
         g.allSum(Array.ones(DType.FLOAT32, 2));
         Group child = g.split(3);
         child.allSum(Array.ones(DType.INT8, 7));
@@ -202,7 +209,7 @@ class FlightRecorderTest {
     @Test
     void aRecordTakenWhileOperationsRunIsConsistent() throws Exception {
         FlightRecorder.resetForTesting(64, dir);
-        Group g = new Group(new FakeImpl(null, null), OperationTrace.WORLD);
+        Group g = TestGroups.wrap(new FakeImpl(null, null));
         Array[] inputs = new Array[7];
         for (int k = 0; k < 7; k++) inputs[k] = Array.ones(DType.FLOAT32, k + 1);
         Thread writer = Thread.ofPlatform().start(() -> {
@@ -251,7 +258,7 @@ class FlightRecorderTest {
     @Test
     void aDumpRoundTripsAndOtherFormatsAreRefusedByName() {
         FlightRecorder.resetForTesting(4, dir);
-        Group g = new Group(new FakeImpl(null, null), OperationTrace.WORLD);
+        Group g = TestGroups.wrap(new FakeImpl(null, null));
         g.allSum(Array.ones(DType.FLOAT32, 3));
         FlightDump dump = FlightRecorder.snapshot("request");
         assertThat(FlightDump.parse(dump.toJson(), "x")).isEqualTo(dump);
