@@ -2,6 +2,7 @@ package dev.jdist;
 
 import dev.jdist.cluster.ClusterJob;
 import dev.jdist.cluster.JobDiscovery;
+import dev.jdist.cluster.JobEvidence;
 import dev.jdist.cluster.JobSource;
 import dev.jdist.flight.OperationTrace;
 import dev.jdist.rendezvous.GroupAgreement;
@@ -10,6 +11,7 @@ import dev.jdist.rendezvous.RendezvousSession;
 import dev.jdist.spi.Backend;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.JobTable;
+import dev.jdist.spi.JobToken;
 
 import java.util.ArrayList;
 import java.util.Collections;
@@ -145,9 +147,8 @@ public final class Distributed {
 
     /** A group formed from MLX variables: with a job token every rank is jdist, so the ranks agree over the group. */
     private static Group formed(GroupImpl impl, String name, Map<String, String> env) {
-        String token = env.get("JDIST_JOB_TOKEN");
         JobTable table = null;
-        if (token != null && !token.isEmpty() && impl.size() > 1) {
+        if (JobToken.in(env) != null && impl.size() > 1) {
             try {
                 table = GroupAgreement.check(impl, name, env);
                 impl.membersAreJdist(table, env);

@@ -5,6 +5,7 @@ import dev.jdist.liveness.LivenessMonitor;
 import dev.jdist.liveness.LivenessSettings;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.JobTable;
+import dev.jdist.spi.JobToken;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -747,7 +748,7 @@ public final class Group implements AutoCloseable {
     void watchMembers(Map<String, String> env) {
         if (impl == null || jobTable == null || impl.size() < 2) return;
         LivenessSettings settings = LivenessSettings.fromEnvironment(env);
-        LivenessMonitor m = LivenessMonitor.open(impl.rank(), jobTable, settings, queue, env.get("JDIST_JOB_TOKEN"));
+        LivenessMonitor m = LivenessMonitor.open(impl.rank(), jobTable, settings, queue, JobToken.in(env));
         try {
             byte[] mine = m.record();
             Array all = Array.zeros(DType.UINT8, LivenessMonitor.RECORD_BYTES * impl.size());

@@ -5,6 +5,7 @@ import dev.jdist.cluster.ClusterJob;
 import dev.jdist.cluster.JobDiscovery;
 import dev.jdist.cluster.JobSource;
 import dev.jdist.rendezvous.Rendezvous;
+import dev.jdist.spi.JobToken;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -75,8 +76,8 @@ public record EnvironmentReport(List<String> lines, boolean ok) {
                             + (value(env, Rendezvous.IFNAME) != null ? "the IPv4 address of " + Rendezvous.IFNAME + "="
                             + value(env, Rendezvous.IFNAME) : "that of the interface that routes to rank 0 (" + Rendezvous.IFNAME
                             + " unset)"));
-                    lines.add("job token: " + (value(env, Rendezvous.JOB_TOKEN) != null ? Rendezvous.JOB_TOKEN
-                            + " set: the store and the ring authenticate every rank" : Rendezvous.JOB_TOKEN + " unset: the store "
+                    lines.add("job token: " + (value(env, JobToken.VARIABLE) != null ? JobToken.VARIABLE
+                            + " set: the store and the ring authenticate every rank" : JobToken.VARIABLE + " unset: the store "
                             + "trusts whoever speaks its protocol (set the same token on every rank on a shared network)"));
                 }
             }

@@ -2,6 +2,7 @@ package dev.jdist.launch;
 
 import dev.jdist.console.CliFailure;
 import dev.jdist.hosts.HostEntry;
+import dev.jdist.spi.JobToken;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -124,7 +125,7 @@ public final class EnvironmentPlan {
                 default -> throw new IllegalArgumentException("no environment plan for backend " + in.backend());
             }
             if (in.jobToken() != null) {
-                env.add(new EnvEntry("JDIST_JOB_TOKEN", in.jobToken()));
+                env.add(new EnvEntry(JobToken.VARIABLE, in.jobToken()));
             }
             if (in.dumpDir() != null) {
                 env.add(new EnvEntry("JDIST_DUMP_DIR", in.dumpDir()));

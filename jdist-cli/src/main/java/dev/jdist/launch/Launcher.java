@@ -5,6 +5,7 @@ import dev.jdist.console.ConsoleLog;
 import dev.jdist.hosts.HostEntry;
 import dev.jdist.hosts.Hostfile;
 import dev.jdist.mpi.MpiBackend;
+import dev.jdist.spi.JobToken;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -266,7 +267,7 @@ public final class Launcher {
                 out.println("# dry run: nothing is started");
                 out.println("mpirun: " + ShellQuote.join(cmd));
                 mpirunEnv.forEach((k, v) -> out.println("mpirun's environment: " + k + "="
-                        + (k.equals("JDIST_JOB_TOKEN") ? "(a fresh job token)" : v)));
+                        + (k.equals(JobToken.VARIABLE) ? "(a fresh job token)" : v)));
                 out.print("hostfile " + hostfile + ":\n" + MpiLaunch.hostfile(inputs.hosts()));
                 out.flush();
                 return 0;

@@ -2,6 +2,7 @@ package dev.jdist.launch;
 
 import dev.jdist.console.CliFailure;
 import dev.jdist.hosts.HostEntry;
+import dev.jdist.spi.JobToken;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -95,7 +96,7 @@ public final class MpiLaunch {
     public static JdistVariables jdistVariables(String token, String dumpDir, List<EnvEntry> argvEntries, boolean openMpi,
                                                 boolean mlxCompatible) {
         Map<String, String> env = new LinkedHashMap<>();
-        if (token != null) env.put("JDIST_JOB_TOKEN", token);
+        if (token != null) env.put(JobToken.VARIABLE, token);
         if (dumpDir != null) env.put("JDIST_DUMP_DIR", dumpDir);
         env.keySet().removeIf(name -> argvEntries.stream().anyMatch(e -> e.name().equals(name)));
         List<String> forwarded = openMpi && !mlxCompatible ? List.copyOf(env.keySet()) : List.of();

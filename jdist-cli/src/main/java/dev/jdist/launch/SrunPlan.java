@@ -1,6 +1,7 @@
 package dev.jdist.launch;
 
 import dev.jdist.console.CliFailure;
+import dev.jdist.spi.JobToken;
 
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -88,7 +89,7 @@ public record SrunPlan(List<String> argv, List<EnvEntry> env, List<String> unset
         if (in.javaTarget() && in.common().connectionsPerIp() > 1) {
             env.add(new EnvEntry("JDIST_RING_CONNECTIONS", Integer.toString(in.common().connectionsPerIp())));
         }
-        if (in.common().jobToken() != null) env.add(new EnvEntry("JDIST_JOB_TOKEN", in.common().jobToken()));
+        if (in.common().jobToken() != null) env.add(new EnvEntry(JobToken.VARIABLE, in.common().jobToken()));
 
         List<String> a = new ArrayList<>();
         a.add(in.srun());

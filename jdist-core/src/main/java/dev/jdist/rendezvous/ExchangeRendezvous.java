@@ -4,6 +4,7 @@ import dev.jdist.AllGatherFactory;
 import dev.jdist.ConfigException;
 import dev.jdist.DistributedException;
 import dev.jdist.spi.JobTable;
+import dev.jdist.spi.JobToken;
 import dev.jdist.spi.RankOffer;
 import dev.jdist.spi.RankRecord;
 
@@ -42,7 +43,7 @@ public final class ExchangeRendezvous implements RendezvousSession {
         this.allGather = allGather;
         this.env = Map.copyOf(env);
         this.timeout = Rendezvous.timeout(env);
-        this.token = Rendezvous.token(env);
+        this.token = JobToken.in(env);
         this.address = address;
     }
 

@@ -4,9 +4,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.jdist.Array;
 import dev.jdist.ConfigException;
 import dev.jdist.DType;
-import dev.jdist.ring.RingHostfile;
+import dev.jdist.cluster.RingHostfile;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.JobTable;
+import dev.jdist.spi.JobToken;
 import dev.jdist.spi.RankOffer;
 import dev.jdist.spi.RankRecord;
 
@@ -40,7 +41,7 @@ public final class GroupAgreement {
      * throws the one error every rank raises. Does not close the group.
      */
     public static JobTable check(GroupImpl group, String backend, Map<String, String> env) {
-        String token = Rendezvous.token(env);
+        String token = JobToken.in(env);
         Described d = describe(group, backend, env);
         RankRecord mine = Rendezvous.record(group.rank(), d.rankSource, group.size(), d.sizeSource, "mlx-variables",
                 new RankOffer(backend, d.settings, d.ports, List.of()), token, d.digest, d.description, d.host);

@@ -31,7 +31,6 @@ public final class Rendezvous {
     public static final String TIMEOUT = "JDIST_RENDEZVOUS_TIMEOUT";
     /** The network interface whose IPv4 address this rank publishes and listens on (default: the one that routes to rank 0). */
     public static final String IFNAME = "JDIST_IFNAME";
-    public static final String JOB_TOKEN = "JDIST_JOB_TOKEN";
 
     private Rendezvous() {}
 
@@ -52,11 +51,6 @@ public final class Rendezvous {
     public static Duration timeout(Map<String, String> env) {
         Duration base = JdistTimeout.parse(env.get(JdistTimeout.VARIABLE));
         return JdistTimeout.parse(TIMEOUT, env.get(TIMEOUT), base);
-    }
-
-    static String token(Map<String, String> env) {
-        String t = env.get(JOB_TOKEN);
-        return t == null || t.isEmpty() ? null : t;
     }
 
     /** This rank's record: the common facts plus the backend's offer. */

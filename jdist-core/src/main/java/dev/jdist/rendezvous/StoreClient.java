@@ -4,7 +4,7 @@ import dev.jdist.ConfigException;
 import dev.jdist.ConnectFailedException;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
-import dev.jdist.ring.RingAuthenticator;
+import dev.jdist.spi.JobToken;
 import dev.jdist.spi.KeyValueStore;
 
 import java.io.BufferedInputStream;
@@ -96,8 +96,8 @@ final class StoreClient implements KeyValueStore, Closeable {
         socket.setTcpNoDelay(true);
         socket.setSoTimeout((int) Math.max(1, Math.min(StoreServer.HANDSHAKE_MILLIS + 5_000,
                 (deadlineNanos - System.nanoTime()) / 1_000_000 + 1_000)));
-        RingAuthenticator auth = token == null ? null : new RingAuthenticator(token);
-        byte[] nonceC = RingAuthenticator.nonce();
+        JobToken auth = token == null ? null : new JobToken(token);
+        byte[] nonceC = JobToken.nonce();
         out.write(StoreWire.MAGIC);
         out.writeByte(auth == null ? 0 : StoreWire.FLAG_TOKEN);
         out.writeInt(claimedRank);
@@ -124,7 +124,7 @@ final class StoreClient implements KeyValueStore, Closeable {
         }
         byte[] nonceA = Arrays.copyOfRange(welcome, 9, 9 + StoreWire.NONCE);
         byte[] proof = Arrays.copyOfRange(welcome, 9 + StoreWire.NONCE, StoreWire.WELCOME_BYTES);
-        if (auth != null && !RingAuthenticator.same(proof, auth.acceptorMac(StoreWire.AUTH_CHANNEL, nonceC, nonceA))) {
+        if (auth != null && !JobToken.same(proof, auth.acceptorMac(StoreWire.AUTH_CHANNEL, nonceC, nonceA))) {
             throw new ConfigException("rank " + rank + ": the rendezvous store at " + where + " proved a different job token: "
                     + "this process's JDIST_JOB_TOKEN differs from rank 0's (or another job serves that port); give every rank "
                     + "of the job the same JDIST_JOB_TOKEN");

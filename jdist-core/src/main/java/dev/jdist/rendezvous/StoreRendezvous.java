@@ -5,6 +5,7 @@ import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.cluster.ClusterJob;
 import dev.jdist.spi.JobTable;
+import dev.jdist.spi.JobToken;
 import dev.jdist.spi.RankOffer;
 import dev.jdist.spi.RankRecord;
 
@@ -69,7 +70,7 @@ public final class StoreRendezvous implements RendezvousSession {
 
     static StoreRendezvous open(ClusterJob job, Map<String, String> env) {
         Duration timeout = Rendezvous.timeout(env);
-        String token = Rendezvous.token(env);
+        String token = JobToken.in(env);
         InetAddress ifAddress = Rendezvous.interfaceAddress(env);
         String where = job.masterHost() + ":" + job.masterPort() + " (" + job.masterFrom() + ")";
         if (job.size() == 1) {

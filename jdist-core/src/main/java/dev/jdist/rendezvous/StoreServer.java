@@ -1,7 +1,7 @@
 package dev.jdist.rendezvous;
 
 import dev.jdist.ConfigException;
-import dev.jdist.ring.RingAuthenticator;
+import dev.jdist.spi.JobToken;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
@@ -48,7 +48,7 @@ final class StoreServer implements Closeable {
     static final long MAX_STORED_BYTES = 256L << 20;
 
     private final ServerSocket server;
-    private final RingAuthenticator auth;
+    private final JobToken auth;
     private final long started = System.nanoTime();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -65,7 +65,7 @@ final class StoreServer implements Closeable {
 
     private StoreServer(ServerSocket server, String token) {
         this.server = server;
-        this.auth = token == null ? null : new RingAuthenticator(token);
+        this.auth = token == null ? null : new JobToken(token);
         this.acceptor = Thread.ofVirtual().name("jdist-store-acceptor").unstarted(this::acceptLoop);
     }
 
@@ -259,7 +259,7 @@ final class StoreServer implements Closeable {
             claimed = ByteBuffer.wrap(hello, 9, 4).getInt();
             byte[] nonceC = Arrays.copyOfRange(hello, 13, 13 + StoreWire.NONCE);
             note(claimed, "a process at " + from + " claiming rank " + claimed + " connected");
-            byte[] nonceA = RingAuthenticator.nonce();
+            byte[] nonceA = JobToken.nonce();
             byte[] proof = auth == null ? new byte[StoreWire.MAC] : auth.acceptorMac(StoreWire.AUTH_CHANNEL, nonceC, nonceA);
             out.write(StoreWire.MAGIC);
             out.writeByte(auth == null ? 0 : StoreWire.FLAG_TOKEN);
@@ -282,7 +282,7 @@ final class StoreServer implements Closeable {
                         + "is not part of this job)" : "closed the connection during the handshake");
                 return;
             }
-            if (auth != null && !RingAuthenticator.same(theirs, auth.connectorMac(StoreWire.AUTH_CHANNEL, nonceA, nonceC))) {
+            if (auth != null && !JobToken.same(theirs, auth.connectorMac(StoreWire.AUTH_CHANNEL, nonceA, nonceC))) {
                 out.writeByte(StoreWire.REFUSED_WRONG_TOKEN);
                 out.flush();
                 refused(s, claimed, "proved a different JDIST_JOB_TOKEN");

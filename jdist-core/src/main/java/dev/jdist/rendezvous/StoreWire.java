@@ -15,7 +15,7 @@ import java.util.List;
  *   client → store  HELLO    "JDISTKV1" (8) | flags u8 (bit 0: has a job token) | claimed rank i32 | nonceC (32)   45 bytes
  *   store → client  WELCOME  "JDISTKV1" (8) | flags u8 (bit 0: requires the job token) | nonceA (32) | proof (32)      73 bytes
  *                            proof = HMAC-SHA256(token, "jdist-ring acceptor" ‖ j ‖ nonceC ‖ nonceA), j = 0x4A4B5653
- *                            ({@link dev.jdist.ring.RingAuthenticator}, channel "JKVS"); zeros without a token
+ *                            ({@link dev.jdist.spi.JobToken}, channel "JKVS"); zeros without a token
  *   when the flags differ:   store → client VERDICT (one byte, 2 or 4) and the store closes; otherwise
  *   client → store  PROOF    HMAC-SHA256(token, "jdist-ring connector" ‖ j ‖ nonceA ‖ nonceC) (32); zeros without a token
  *   store → client  VERDICT  u8: 1 accepted, 2 the store requires the job token, 3 wrong token, 4 the store has none

@@ -4,6 +4,7 @@ import dev.jdist.ConfigException;
 import dev.jdist.ConnectFailedException;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
+import dev.jdist.cluster.RingHostfile;
 import dev.jdist.connect.Dialer;
 import dev.jdist.connect.Handshake;
 import dev.jdist.connect.Sockets;

@@ -13,6 +13,7 @@ import dev.jdist.algo.HostLayout;
 import dev.jdist.algo.MeshAlgorithms;
 import dev.jdist.algo.PeerOperations;
 import dev.jdist.algo.Topology;
+import dev.jdist.cluster.RingHostfile;
 import dev.jdist.mesh.MeshReach;
 import dev.jdist.algo.MeshSchedule;
 import dev.jdist.mesh.MeshTransport;

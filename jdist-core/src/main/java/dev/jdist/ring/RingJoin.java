@@ -1,8 +1,10 @@
 package dev.jdist.ring;
 
 import dev.jdist.ConfigException;
+import dev.jdist.cluster.RingHostfile;
 import dev.jdist.spi.JobRendezvous;
 import dev.jdist.spi.JobTable;
+import dev.jdist.spi.JobToken;
 import dev.jdist.spi.RankOffer;
 import dev.jdist.spi.RankRecord;
 
@@ -37,8 +39,7 @@ final class RingJoin {
         Duration timeout = RingSettings.parseTimeout(env.get(RingSettings.TIMEOUT));
         long shmLinkBytes = RingSettings.parseShmBufferKib(env.get(RingSettings.SHM_BUFFER)) * 1024;
         long spin = RingSettings.parseSpin(env.get(RingSettings.SPIN));
-        String token = env.get(RingSettings.JOB_TOKEN);
-        if (token != null && token.isEmpty()) token = null;
+        String token = JobToken.in(env);
         int r = rv.rank();
         InetAddress bind = rv.bindAddress();
         List<ServerSocketChannel> listeners = new ArrayList<>();

@@ -1,7 +1,9 @@
 package dev.jdist.ring;
 
+import dev.jdist.cluster.RingHostfile;
 import dev.jdist.spi.JdistTimeout;
 import dev.jdist.ConfigException;
+import dev.jdist.spi.JobToken;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -38,7 +40,6 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
     public static final String HOSTFILE = "MLX_HOSTFILE";
     public static final String VERBOSE = "MLX_RING_VERBOSE";
     public static final String TIMEOUT = JdistTimeout.VARIABLE;
-    public static final String JOB_TOKEN = "JDIST_JOB_TOKEN";
     public static final String SPIN = "JDIST_RING_SPIN_US";
     public static final String TRANSPORT = "JDIST_TRANSPORT";
     public static final String SHM_BUFFER = "JDIST_SHM_BUFFER_KIB";
@@ -172,8 +173,7 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
             throw new ConfigException(RANK + "=" + rank + " is too large for the " + hostfile.size() + "-rank ring in "
                     + hostfileText + "; valid ranks are 0.." + (hostfile.size() - 1));
         }
-        String token = env.get(JOB_TOKEN);
-        if (token != null && token.isEmpty()) token = null;
+        String token = JobToken.in(env);
         Transport transport = parseTransport(env.get(TRANSPORT));
         long shmLinkBytes = parseShmBufferKib(env.get(SHM_BUFFER)) * 1024;
         return Optional.of(new RingSettings(rank, hostfile, env.containsKey(VERBOSE), timeout, token, parseSpin(env.get(SPIN)),

@@ -3,6 +3,7 @@ package dev.jdist.ring;
 import dev.jdist.DeadlineExceededException;
 import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
+import dev.jdist.cluster.RingHostfile;
 import dev.jdist.spi.Liveness;
 import dev.jdist.spi.WatchVerdict;
 

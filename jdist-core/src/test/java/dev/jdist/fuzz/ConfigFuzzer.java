@@ -4,7 +4,7 @@ import dev.jdist.ConfigException;
 import dev.jdist.fuzz.ConfigOracle.Verdict;
 import dev.jdist.jaccl.JacclConfig;
 import dev.jdist.nccl.NcclConfigProbe;
-import dev.jdist.ring.RingHostfile;
+import dev.jdist.cluster.RingHostfile;
 import dev.jdist.ring.RingSettings;
 
 import java.io.IOException;

@@ -1,6 +1,7 @@
 package dev.jdist.ring;
 
 import dev.jdist.ConfigException;
+import dev.jdist.cluster.RingHostfile;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

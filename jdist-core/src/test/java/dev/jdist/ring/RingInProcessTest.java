@@ -3,6 +3,7 @@ package dev.jdist.ring;
 import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
+import dev.jdist.cluster.RingHostfile;
 import dev.jdist.testing.FreePorts;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -3,7 +3,7 @@ package dev.jdist.spi;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.jdist.ConfigException;
 import dev.jdist.jaccl.DeviceMatrix;
-import dev.jdist.ring.RingHostfile;
+import dev.jdist.cluster.RingHostfile;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.jdist.ConfigException;
 import dev.jdist.Distributed;
 import dev.jdist.Group;
+import dev.jdist.spi.JobToken;
 import org.apache.spark.BarrierTaskContext;
 
 import java.io.IOException;
@@ -43,7 +44,7 @@ import java.util.Map;
 final class SparkRingFormation {
 
     /** The variables this class sets; a caller's settings must not. */
-    static final List<String> OWNED = List.of("MLX_RANK", "MLX_HOSTFILE", "JDIST_JOB_TOKEN");
+    static final List<String> OWNED = List.of("MLX_RANK", "MLX_HOSTFILE", JobToken.VARIABLE);
 
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -92,7 +93,7 @@ final class SparkRingFormation {
                 Map<String, String> ringEnv = new java.util.HashMap<>(env);
                 ringEnv.put("MLX_RANK", Integer.toString(rank));
                 ringEnv.put("MLX_HOSTFILE", hostfile.toString());
-                ringEnv.put("JDIST_JOB_TOKEN", token);
+                ringEnv.put(JobToken.VARIABLE, token);
                 return Distributed.newGroup("ring", ringEnv);
             } finally {
                 deleteQuietly(hostfile);

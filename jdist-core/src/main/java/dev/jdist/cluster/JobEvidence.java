@@ -1,8 +1,4 @@
-package dev.jdist;
-
-import dev.jdist.cluster.JobDiscovery;
-import dev.jdist.cluster.JobSource;
-import dev.jdist.ring.RingHostfile;
+package dev.jdist.cluster;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -16,12 +12,12 @@ import java.util.function.Function;
  * unless the environment says this process is one of several (docs/clusters.md, "Never several 1-rank groups"): then
  * every process would run alone, each believing it is the whole job. This finds that evidence and says what is wrong.
  */
-final class JobEvidence {
+public final class JobEvidence {
 
     private JobEvidence() {}
 
     /** The error to raise instead of the 1-rank group, or null when the process may well be alone. */
-    static String severalProcesses(JobDiscovery.Finding finding, Map<String, String> env, List<String> tried,
+    public static String severalProcesses(JobDiscovery.Finding finding, Map<String, String> env, List<String> tried,
                                    Function<String, Optional<String>> whyUnavailable) {
         if (finding.job().isPresent() && finding.job().get().size() > 1) {
             var job = finding.job().get();

@@ -1,4 +1,4 @@
-package dev.jdist.ring;
+package dev.jdist.cluster;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.jdist.ConfigException;
