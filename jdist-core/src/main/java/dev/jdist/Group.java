@@ -3,6 +3,7 @@ package dev.jdist;
 import dev.jdist.flight.OperationTrace;
 import dev.jdist.liveness.LivenessMonitor;
 import dev.jdist.liveness.LivenessSettings;
+import dev.jdist.spi.GroupAccess;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.JobTable;
 import dev.jdist.spi.JobToken;
@@ -727,8 +728,12 @@ public final class Group implements AutoCloseable {
                 + "--mlx-compatible) or let the ranks meet through a rendezvous (docs/clusters.md)";
     }
 
-    /** The backend implementation (for backends' own tests and for jdist's nn helpers). */
-    public GroupImpl impl() { return impl; }
+    static {
+        GroupAccess.register(Group::impl);
+    }
+
+    /** The backend implementation; null for the singleton. Outside this package through {@link GroupAccess} only. */
+    GroupImpl impl() { return impl; }
 
     /**
      * jdist-internal (heartbeats, connections between any two ranks, algorithm choices): every member's published

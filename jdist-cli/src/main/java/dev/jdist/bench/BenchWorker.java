@@ -7,9 +7,12 @@ import dev.jdist.Distributed;
 import dev.jdist.Group;
 import dev.jdist.ReduceOp;
 import dev.jdist.algo.Algorithm;
+import dev.jdist.algo.AlgorithmChoice;
 import dev.jdist.algo.AlgorithmPolicy;
 import dev.jdist.algo.CollectiveKind;
-import dev.jdist.ring.RingGroup;
+import dev.jdist.algo.HostLayout;
+import dev.jdist.spi.GroupAccess;
+import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.RankRecord;
 
 import java.io.IOException;
@@ -94,14 +97,16 @@ public final class BenchWorker {
      * (so that a noisy moment hurts every algorithm of a size alike), each forced on every rank in the same order.
      */
     static void tune(Group group, Spec spec) throws IOException {
-        String limited = group.impl().jdistReachLimited();
+        GroupImpl impl = GroupAccess.impl(group);
+        String limited = impl == null ? null : impl.jdistReachLimited();
         if (limited != null) {
             throw new IllegalStateException("jdist bench --tune measures the algorithms between jdist ranks, and this job's group "
                     + "runs the ring at every size, so there is nothing to tune: " + limited);
         }
-        if (!(group.impl() instanceof RingGroup rg) || rg.peerMesh().isEmpty()) {
+        AlgorithmChoice choice = impl == null ? null : impl.algorithmChoice().orElse(null);
+        if (choice == null) {
             throw new IllegalStateException("jdist bench --tune measures the ring's algorithms between jdist ranks, but this job's "
-                    + "group is " + group.backend() + (group.impl() instanceof RingGroup ? " without a job token (MLX peers may be "
+                    + "group is " + group.backend() + (group.backend().equals("ring") ? " without a job token (MLX peers may be "
                     + "present: do not use --mlx-compatible)" : "") + "; run it with the ring backend");
         }
         DType dtype = DType.fromMlxName(spec.dtype());
@@ -112,22 +117,23 @@ public final class BenchWorker {
                 CollectiveKind kind = kindOf(op);
                 if (kind == null) continue;
                 // the hierarchical algorithms only where they apply: several hosts, some with several ranks (docs/reference/collectives.md §10.11)
-                boolean hierarchy = rg.hostLayout().map(h -> h.hosts() > 1 && h.sharesHosts()).orElse(false);
+                HostLayout layout = choice.hostLayout();
+                boolean hierarchy = layout.hosts() > 1 && layout.sharesHosts();
                 List<Algorithm> candidates = Arrays.stream(Algorithm.values())
                         .filter(a -> a.supports(kind) && (hierarchy || !a.hierarchical())).toList();
                 for (Algorithm a : candidates) {
-                    rg.useAlgorithmPolicy(base.forcing(kind, a));
+                    choice.useAlgorithmPolicy(base.forcing(kind, a));
                     warmUp(group, op, dtype, spec.warmupSeconds());
                 }
                 // one untimed row each first: right after the warm-ups the JIT compiler threads are still busy (all
                 // ranks share the CPUs), which would slow whichever algorithm happens to be measured first
                 for (Algorithm a : candidates) {
-                    rg.useAlgorithmPolicy(base.forcing(kind, a));
+                    choice.useAlgorithmPolicy(base.forcing(kind, a));
                     runRow(group, op, dtype, spec.sizes().getFirst(), OUT_OF_PLACE, spec.warmup(), spec.iters());
                 }
                 for (long size : spec.sizes()) {
                     for (Algorithm a : candidates) {
-                        rg.useAlgorithmPolicy(base.forcing(kind, a));
+                        choice.useAlgorithmPolicy(base.forcing(kind, a));
                         BenchResult r = runRow(group, op, dtype, size, OUT_OF_PLACE, spec.warmup(), spec.iters());
                         if (group.rank() == 0) {
                             System.out.println(LINE_PREFIX + JSON.writeValueAsString(r));
@@ -137,7 +143,7 @@ public final class BenchWorker {
                 }
             }
         } finally {
-            rg.useAlgorithmPolicy(base);
+            choice.useAlgorithmPolicy(base);
         }
     }
 
@@ -154,15 +160,24 @@ public final class BenchWorker {
     /** The algorithm the group runs {@code op} of {@code bytes} with (the table's algo column). */
     private static String algorithmOf(Group g, BenchOp op, long bytes) {
         CollectiveKind kind = kindOf(op);
-        if (op == BenchOp.BROADCAST && g.impl() instanceof RingGroup) return "tree";   // PeerSchedules.broadcast
-        if (kind == null) return op == BenchOp.SEND_RECV || g.impl() instanceof RingGroup ? "p2p" : g.backend();
-        return g.impl() instanceof RingGroup rg ? rg.algorithmFor(kind, bytes).text() : g.backend();
+        // after a row ran: broadcast and all_to_all on a group that chooses algorithms ran over its mesh
+        AlgorithmChoice choice = choiceOf(g);
+        if (op == BenchOp.BROADCAST && choice != null) return "tree";   // PeerSchedules.broadcast
+        if (kind == null) return op == BenchOp.SEND_RECV || choice != null ? "p2p" : g.backend();
+        return choice != null ? choice.algorithmFor(kind, bytes).text() : g.backend();
     }
 
     /** How many hosts the ranks run on, where the group knows (0 otherwise). */
     private static int hostsOf(Group g) {
-        if (g.impl() instanceof RingGroup rg && rg.peerMesh().isPresent()) return rg.peerMesh().get().hosts();
+        AlgorithmChoice choice = choiceOf(g);
+        if (choice != null) return choice.hostLayout().hosts();
         return g.jobTable().map(t -> (int) t.ranks().stream().map(RankRecord::bootId).distinct().count()).orElse(0);
+    }
+
+    /** How the group chooses its algorithms between jdist ranks ({@link GroupImpl#algorithmChoice()}), or null. */
+    private static AlgorithmChoice choiceOf(Group g) {
+        GroupImpl impl = GroupAccess.impl(g);
+        return impl == null ? null : impl.algorithmChoice().orElse(null);
     }
 
     /**

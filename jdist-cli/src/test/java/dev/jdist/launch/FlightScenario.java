@@ -3,8 +3,8 @@ package dev.jdist.launch;
 import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.Distributed;
-import dev.jdist.flight.FlightRecorder;
 import dev.jdist.Group;
+import dev.jdist.flight.FlightRecorder;
 
 import java.nio.file.Files;
 import java.nio.file.Path;

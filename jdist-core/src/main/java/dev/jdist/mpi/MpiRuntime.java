@@ -3,8 +3,8 @@ package dev.jdist.mpi;
 import dev.jdist.ConfigException;
 import dev.jdist.DType;
 import dev.jdist.DistributedException;
-import dev.jdist.flight.FlightRecorder;
 import dev.jdist.ReduceOp;
+import dev.jdist.flight.FlightRecorder;
 import dev.jdist.spi.Liveness;
 import dev.jdist.spi.NativeAccess;
 

@@ -7,6 +7,7 @@ import dev.jdist.DistributedException;
 import dev.jdist.Group;
 import dev.jdist.ReduceOp;
 import dev.jdist.UnsupportedCollectiveException;
+import dev.jdist.spi.GroupAccess;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.Liveness;
 
@@ -87,7 +88,7 @@ public final class NcclGroup implements GroupImpl {
      * @throws IllegalArgumentException when {@code group} is not an nccl group
      */
     public static NcclGroup of(Group group) {
-        if (group.impl() instanceof NcclGroup g) return g;
+        if (GroupAccess.impl(group) instanceof NcclGroup g) return g;
         throw new IllegalArgumentException("this is a '" + group.backend() + "' group, not an nccl group; form it with "
                 + "Distributed.init(true, \"nccl\") under `jdist launch --backend nccl`");
     }

@@ -7,15 +7,16 @@ import dev.jdist.DistributedException;
 import dev.jdist.PeerLostException;
 import dev.jdist.ReduceOp;
 import dev.jdist.algo.Algorithm;
+import dev.jdist.algo.AlgorithmChoice;
 import dev.jdist.algo.AlgorithmPolicy;
 import dev.jdist.algo.CollectiveKind;
 import dev.jdist.algo.HostLayout;
 import dev.jdist.algo.MeshAlgorithms;
+import dev.jdist.algo.MeshSchedule;
 import dev.jdist.algo.PeerOperations;
 import dev.jdist.algo.Topology;
 import dev.jdist.cluster.RingHostfile;
 import dev.jdist.mesh.MeshReach;
-import dev.jdist.algo.MeshSchedule;
 import dev.jdist.mesh.MeshTransport;
 import dev.jdist.mesh.PeerMesh;
 import dev.jdist.spi.GroupImpl;
@@ -74,7 +75,7 @@ public final class RingGroup implements GroupImpl {
     static final Duration PROBE_LIMIT = Duration.ofSeconds(5);
 
     /** The peer mesh, its transport, the algorithm policy and what the mesh algorithms reuse between calls. */
-    private static final class MeshState {
+    private static final class MeshState implements AlgorithmChoice {
         final PeerMesh mesh;
         final MeshTransport transport;
         final Topology topology;
@@ -100,6 +101,15 @@ public final class RingGroup implements GroupImpl {
             this.layout = HostLayout.of(ids);
             this.policy = policy;
         }
+
+        @Override
+        public Algorithm algorithmFor(CollectiveKind kind, long bytes) { return policy.choose(kind, bytes, topology); }
+
+        @Override
+        public HostLayout hostLayout() { return layout; }
+
+        @Override
+        public void useAlgorithmPolicy(AlgorithmPolicy policy) { this.policy = policy; }
 
         /** The scratch buffer of {@code bytes} (grown as needed, kept for later calls); null for 0. */
         MemorySegment scratch(long bytes) {
@@ -680,8 +690,12 @@ public final class RingGroup implements GroupImpl {
     /** The algorithm the next {@code kind} of {@code bytes} (counted as {@link CollectiveKind} says) will use. */
     public Algorithm algorithmFor(CollectiveKind kind, long bytes) {
         MeshState m = mesh;
-        return m == null ? Algorithm.RING : m.policy.choose(kind, bytes, m.topology);
+        return m == null ? Algorithm.RING : m.algorithmFor(kind, bytes);
     }
+
+    /** With the peer mesh: the mesh's choice of algorithm (jdist bench); without, the ring at every size. */
+    @Override
+    public Optional<AlgorithmChoice> algorithmChoice() { return Optional.ofNullable(mesh); }
 
     /**
      * jdist-internal ({@code jdist bench --tune}): replaces the algorithm policy. Every member must call it with the same
@@ -693,7 +707,7 @@ public final class RingGroup implements GroupImpl {
             throw new IllegalStateException("rank " + rank + ": this ring group may have MLX peers (no job token and no "
                     + "rendezvous), so it runs MLX's ring and cannot choose algorithms");
         }
-        m.policy = policy;
+        m.useAlgorithmPolicy(policy);
     }
 
     /** Every member is jdist: the job's liveness watch ends a waiting operation and sets the progress deadline (docs/reference/collectives.md §11). */

@@ -1,8 +1,8 @@
 package dev.jdist.ring;
 
+import dev.jdist.ConfigException;
 import dev.jdist.cluster.RingHostfile;
 import dev.jdist.spi.JdistTimeout;
-import dev.jdist.ConfigException;
 import dev.jdist.spi.JobToken;
 
 import java.nio.file.Path;

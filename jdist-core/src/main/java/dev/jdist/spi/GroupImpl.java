@@ -5,9 +5,11 @@ import dev.jdist.DType;
 import dev.jdist.PeerOp;
 import dev.jdist.ReduceOp;
 import dev.jdist.UnsupportedCollectiveException;
+import dev.jdist.algo.AlgorithmChoice;
 
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * What every backend implements. {@link dev.jdist.Group} validates arguments, allocates outputs,
@@ -138,6 +140,13 @@ public interface GroupImpl extends AutoCloseable {
      * is thrown, and the caller closes the group.
      */
     default void membersAreJdist(JobTable table, Map<String, String> env) {}
+
+    /**
+     * After {@link #membersAreJdist}: how this group chooses each collective's algorithm between its jdist members
+     * (docs/reference/collectives.md §10.4), for {@code jdist bench}; empty when it runs one algorithm whatever the size
+     * (MLX peers may be present, the backend has no choice to make, or the members cannot all reach each other).
+     */
+    default Optional<AlgorithmChoice> algorithmChoice() { return Optional.empty(); }
 
     /**
      * jdist-internal: every member is jdist and the job's liveness watch runs (docs/reliability.md). A backend that

@@ -1,10 +1,10 @@
 package dev.jdist.fuzz;
 
 import dev.jdist.ConfigException;
+import dev.jdist.cluster.RingHostfile;
 import dev.jdist.fuzz.ConfigOracle.Verdict;
 import dev.jdist.jaccl.JacclConfig;
 import dev.jdist.nccl.NcclConfigProbe;
-import dev.jdist.cluster.RingHostfile;
 import dev.jdist.ring.RingSettings;
 
 import java.io.IOException;

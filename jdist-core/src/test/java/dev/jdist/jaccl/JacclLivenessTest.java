@@ -7,6 +7,7 @@ import dev.jdist.DistributedException;
 import dev.jdist.Group;
 import dev.jdist.PeerLostException;
 import dev.jdist.PeerUnresponsiveException;
+import dev.jdist.TestGroups;
 import dev.jdist.WatchedGroups;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -81,7 +82,7 @@ class JacclLivenessTest {
     void aLostPeerEndsUcWaitsThroughTheWatchNotTheDeadline() throws Exception {
         List<Group> gs = mesh(4, Map.of());
         Array x = Array.full(DType.FLOAT32, 1, 1000);
-        assertThat(gs.getFirst().impl().rank()).isZero();
+        assertThat(TestGroups.impl(gs.getFirst()).rank()).isZero();
         onRanks(gs, q -> true, g -> g.allSum(x));   // all healthy first
         WatchedGroups.killWatch(gs.get(2));
         fabric.kill(2);

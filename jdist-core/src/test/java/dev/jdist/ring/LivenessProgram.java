@@ -5,11 +5,12 @@ import dev.jdist.CollectiveMismatchException;
 import dev.jdist.ConfigException;
 import dev.jdist.DType;
 import dev.jdist.DeadlineExceededException;
-import dev.jdist.DistributedException;
 import dev.jdist.Distributed;
+import dev.jdist.DistributedException;
 import dev.jdist.Group;
 import dev.jdist.PeerLostException;
 import dev.jdist.PeerUnresponsiveException;
+import dev.jdist.TestGroups;
 
 /**
  * A rank for the liveness tests (and bench/chaos/): forms its group with {@code Distributed.init}, then
@@ -83,7 +84,7 @@ public final class LivenessProgram {
             if (y.getDouble(999) != g.size()) throw new IllegalStateException("wrong sum " + y.getDouble(999) + " at iteration " + i);
             more = y.getDouble(0) == g.size();
             if (i == 0) {
-                String mesh = g.impl() instanceof RingGroup rg ? rg.peerMesh().map(m -> " (mesh connections: " + m.openConnections()
+                String mesh = TestGroups.impl(g) instanceof RingGroup rg ? rg.peerMesh().map(m -> " (mesh connections: " + m.openConnections()
                         + ", over shared memory: " + m.sharedMemoryConnections() + ")").orElse("") : "";
                 System.out.println("rank " + g.rank() + " looping" + mesh);
                 System.out.flush();

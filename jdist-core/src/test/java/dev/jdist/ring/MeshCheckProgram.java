@@ -3,6 +3,7 @@ package dev.jdist.ring;
 import dev.jdist.Array;
 import dev.jdist.Distributed;
 import dev.jdist.Group;
+import dev.jdist.TestGroups;
 import dev.jdist.algo.AlgorithmPolicy;
 import dev.jdist.algo.CollectiveKind;
 import dev.jdist.algo.MeshChecks;
@@ -26,7 +27,7 @@ public final class MeshCheckProgram {
         boolean hier = args.length > 0 && args[0].equals("hier");
         boolean jdist = hier || args.length > 0 && args[0].equals("jdist");
         Group world = Distributed.init(true, "ring");
-        RingGroup g = (RingGroup) world.impl();
+        RingGroup g = (RingGroup) TestGroups.impl(world);
         StringBuilder bad = new StringBuilder();
         String detail;
         try {

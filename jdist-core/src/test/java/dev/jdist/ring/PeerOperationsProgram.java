@@ -3,7 +3,7 @@ package dev.jdist.ring;
 import dev.jdist.CollectiveChecks;
 import dev.jdist.Distributed;
 import dev.jdist.Group;
-
+import dev.jdist.TestGroups;
 
 /**
  * One rank of a multi-process check of the operations MLX lacks on the ring (docs/reference/collectives.md §13), started by
@@ -16,7 +16,7 @@ public final class PeerOperationsProgram {
 
     public static void main(String[] args) {
         Group world = Distributed.init(true, "ring");
-        RingGroup g = (RingGroup) world.impl();
+        RingGroup g = (RingGroup) TestGroups.impl(world);
         int r = world.rank(), n = world.size();
         StringBuilder bad = new StringBuilder();
         try {

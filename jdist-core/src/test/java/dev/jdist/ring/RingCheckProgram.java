@@ -4,6 +4,7 @@ import dev.jdist.Array;
 import dev.jdist.DType;
 import dev.jdist.Distributed;
 import dev.jdist.Group;
+import dev.jdist.TestGroups;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -41,7 +42,7 @@ public final class RingCheckProgram {
             System.out.flush();
             System.exit(1);
         }
-        String transport = world.impl() instanceof RingGroup rg ? rg.transportName() : "?";
+        String transport = TestGroups.impl(world) instanceof RingGroup rg ? rg.transportName() : "?";
         System.out.println("rank " + world.rank() + " of " + world.size() + ": OK (transport " + transport + ")");
         System.out.flush();
         Distributed.reset();
@@ -189,7 +190,7 @@ public final class RingCheckProgram {
         if (sub.size() != members.size() || sub.rank() != wantRank) {
             errors.add("split: got rank " + sub.rank() + " of " + sub.size() + ", want " + wantRank + " of " + members.size());
         }
-        if (sub.size() > 1 && sub.impl() instanceof RingGroup sr && g.impl() instanceof RingGroup pr
+        if (sub.size() > 1 && TestGroups.impl(sub) instanceof RingGroup sr && TestGroups.impl(g) instanceof RingGroup pr
                 && !sr.transportName().equals(pr.transportName())) {
             errors.add("split: the sub-group uses transport " + sr.transportName() + ", the parent " + pr.transportName());
         }

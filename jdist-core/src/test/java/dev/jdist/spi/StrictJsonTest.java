@@ -2,8 +2,8 @@ package dev.jdist.spi;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.jdist.ConfigException;
-import dev.jdist.jaccl.DeviceMatrix;
 import dev.jdist.cluster.RingHostfile;
+import dev.jdist.jaccl.DeviceMatrix;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
