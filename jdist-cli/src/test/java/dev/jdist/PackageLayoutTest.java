@@ -1,0 +1,15 @@
+package dev.jdist;
+
+import dev.jdist.testing.PackageRules;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+
+/** jdist-cli's packages import only what docs/architecture.md allows ({@link PackageRules}). */
+class PackageLayoutTest {
+
+    @Test
+    void everyPackageImportsOnlyWhatItMay() {
+        PackageRules.check(Path.of("target/classes"));
+    }
+}
