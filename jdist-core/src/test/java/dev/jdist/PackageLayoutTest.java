@@ -13,8 +13,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 class PackageLayoutTest {
 
     @Test
-    void everyPackageImportsOnlyWhatItMay() {
+    void everyPackageImportsOnlyWhatItMay() throws Exception {
         PackageRules.check(Path.of("target/classes"));
+        PackageRules.checkPackageInfos(Path.of("src/main/java"));
     }
 
     @Test

@@ -9,7 +9,8 @@ import java.nio.file.Path;
 class PackageLayoutTest {
 
     @Test
-    void everyPackageImportsOnlyWhatItMay() {
+    void everyPackageImportsOnlyWhatItMay() throws Exception {
         PackageRules.check(Path.of("target/classes"));
+        PackageRules.checkPackageInfos(Path.of("src/main/java"));
     }
 }

@@ -5,5 +5,7 @@
  * collectives. {@link dev.jdist.liveness.LivenessMonitor} is the one thread and socket per job; backends see it as a
  * {@link dev.jdist.spi.Liveness}. Pure parts ({@link dev.jdist.liveness.Diagnosis}, the wire codec) are tested without
  * sockets.
+ *
+ * <p>May import (docs/architecture.md, "Allowed imports"): dev.jdist, dev.jdist.spi.
  */
 package dev.jdist.liveness;

@@ -21,5 +21,7 @@
  * and n-1 receives (a schedule that reads one buffer and writes another adds a {@code Buffer} constant and passes both
  * segments). Whatever is added must keep §10.3's rules, which the algorithms' tests check with an in-memory simulator
  * ({@code ScheduleSimulator} in the tests).
+ *
+ * <p>May import (docs/architecture.md, "Allowed imports"): dev.jdist, dev.jdist.spi, dev.jdist.reduce, dev.jdist.algo, dev.jdist.shm, dev.jdist.connect.
  */
 package dev.jdist.mesh;

@@ -4,5 +4,7 @@
  * those regions live in (created filled and mode 0600 under {@code /dev/shm}, deleted once mapped). Used by the ring's
  * shared-memory transport ({@code dev.jdist.ring}) and by the peer mesh between members on one host
  * ({@code dev.jdist.mesh}); knows neither.
+ *
+ * <p>May import (docs/architecture.md, "Allowed imports"): nothing of jdist.
  */
 package dev.jdist.shm;

@@ -8,20 +8,23 @@ import com.tngtech.archunit.lang.ArchCondition;
 import com.tngtech.archunit.lang.ConditionEvents;
 import com.tngtech.archunit.lang.SimpleConditionEvent;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 
 /**
  * Which jdist packages each package may import (docs/architecture.md, "Allowed imports"): the one copy of that table.
- * Each module's {@code PackageLayoutTest} checks its own main classes against it with ArchUnit ({@link #check}), and
- * jdist-core's also checks that architecture.md shows exactly {@link #markdownTable()}, so the page and the rule cannot
- * drift. The table is Java rather than read from the page so that no markdown is parsed and a typo fails to compile.
+ * Each module's {@code PackageLayoutTest} checks its own main classes against it with ArchUnit ({@link #check}) and
+ * that each package's {@code package-info.java} says the same ({@link #checkPackageInfos}); jdist-core's also checks
+ * that architecture.md shows exactly {@link #markdownTable()}, so the page, the package docs and the rule cannot drift. The table is Java rather than read from the page so that no markdown is parsed and a typo fails to compile.
  *
  * <p>A name in "may import" is a package under {@code dev.jdist} ({@code "spi"} is {@code dev.jdist.spi}); {@code ROOT}
  * is {@code dev.jdist} itself. A package may always use its own classes, the JDK and its module's libraries.
@@ -80,6 +83,37 @@ public final class PackageRules {
             sb.append("| `").append(r.pkg()).append("` | ").append(r.module()).append(" | ").append(imports).append(" |\n");
         }
         return sb.toString();
+    }
+
+    /** The line of a package's {@code package-info.java} that says what it may import, as the table says it. */
+    public static String importsLine(String pkg) {
+        Row r = BY_PACKAGE.get(pkg);
+        if (r == null) throw new IllegalArgumentException(pkg + " has no row in PackageRules.ROWS");
+        String imports = r.mayImport().isEmpty() ? "nothing of jdist"
+                : r.mayImport().stream().map(p -> p.equals(ROOT) ? ROOT : ROOT + "." + p).collect(Collectors.joining(", "));
+        return " * <p>May import (docs/architecture.md, \"Allowed imports\"): " + imports + ".";
+    }
+
+    /**
+     * Checks that every package with sources under {@code sourceRoot} (a module's {@code src/main/java}) has a
+     * {@code package-info.java} holding its {@link #importsLine}.
+     */
+    public static void checkPackageInfos(Path sourceRoot) throws IOException {
+        List<String> problems = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(sourceRoot)) {
+            for (Path dir : files.filter(f -> f.toString().endsWith(".java")).map(Path::getParent).distinct().sorted().toList()) {
+                String pkg = sourceRoot.relativize(dir).toString().replace(java.io.File.separatorChar, '.');
+                Path info = dir.resolve("package-info.java");
+                if (!BY_PACKAGE.containsKey(pkg)) {
+                    problems.add(pkg + " has no row in PackageRules.ROWS");
+                } else if (!Files.exists(info)) {
+                    problems.add(info + " is missing: say what " + pkg + " owns, and " + importsLine(pkg).substring(3));
+                } else if (!Files.readString(info).contains(importsLine(pkg) + "\n")) {
+                    problems.add(info + " should hold the line\n" + importsLine(pkg));
+                }
+            }
+        }
+        if (!problems.isEmpty()) throw new AssertionError(String.join("\n", problems));
     }
 
     /**
