@@ -1,5 +1,7 @@
 package dev.jdist;
 
+import dev.jdist.memory.ArrayMemory;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;

@@ -1,6 +1,7 @@
 package dev.jdist;
 
 import dev.jdist.flight.OperationTrace;
+import dev.jdist.liveness.GroupWatch;
 import dev.jdist.liveness.LivenessMonitor;
 import dev.jdist.liveness.LivenessSettings;
 import dev.jdist.spi.GroupAccess;

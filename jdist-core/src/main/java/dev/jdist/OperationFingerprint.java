@@ -126,6 +126,9 @@ public final class OperationFingerprint {
     /** Whether every rank of the group takes part (everything but send, recv and batches of them). */
     public boolean isCollective() { return kind.collective(); }
 
+    /** Whether this is a batch of sends and receives (its transfers pair up one by one with another batch's). */
+    public boolean isBatch() { return kind == OperationTrace.Kind.BATCH_SEND_RECV; }
+
     /** Elements of the shape (0 for split). */
     public long elements() { return elements; }
 

@@ -2,6 +2,7 @@ package dev.jdist;
 
 import dev.jdist.flight.OperationTrace;
 import dev.jdist.liveness.LocalActivity;
+import dev.jdist.liveness.OperationWatch;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
@@ -14,7 +15,7 @@ import java.util.function.Supplier;
  * Runs a group's operations one at a time in issue order (docs/reference/collectives.md §2.6), whichever
  * threads issue them and whether sync or async. It is also the one place every operation passes: it computes the
  * operation's {@link OperationFingerprint}, publishes it to the liveness watch ({@link LocalActivity}), lets the
- * group's {@link Watch} check it before it runs and explain its failure, and fills the failure's facts.
+ * group's {@link OperationWatch} check it before it runs and explain its failure, and fills the failure's facts.
  *
  * <p>Each operation takes a ticket when it is issued; it runs once every earlier ticket has
  * finished. A synchronous call runs on the caller's thread: with nothing queued it costs two
@@ -30,15 +31,6 @@ import java.util.function.Supplier;
  * {@link OperationTrace#end}/{@link OperationEvent#endOperation}.
  */
 final class OperationQueue implements AutoCloseable, LocalActivity {
-
-    /** What a group with a liveness watch adds around each operation (docs/reliability.md). */
-    interface Watch {
-        /** Before the operation moves data: the mismatch check of {@code JDIST_DEBUG=detail}; throws on a mismatch. */
-        void before(OperationFingerprint operation);
-
-        /** What to throw for {@code failure}, which ended {@code operation}: it, or the cause found elsewhere in the job. */
-        DistributedException failed(DistributedException failure, OperationFingerprint operation);
-    }
 
     private final String name;
     private final OperationTrace trace;
@@ -67,7 +59,7 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
     private volatile OperationFingerprint current;
     private volatile OperationFingerprint lastCompleted;
     private volatile long changedAt = System.nanoTime();
-    private volatile Watch watch;
+    private volatile OperationWatch watch;
 
     /** @param name for messages and thread names; {@code trace} describes the group in trace events */
     OperationQueue(String name, OperationTrace trace) {
@@ -161,7 +153,7 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
         OperationEvent event = OperationEvent.beginOperation();
         trace.started(ticket, kind, dtype, shape, bytes, peer, async);
         Throwable failure = null;
-        Watch w = watch;
+        OperationWatch w = watch;
         try {
             if (closedBefore(ticket)) {
                 // issued before close() but not started: the backend is being released, so it must not run
@@ -172,6 +164,10 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
             return op.get();
         } catch (DistributedException e) {
             DistributedException reported = w == null ? e : w.failed(e, fingerprint);
+            if (w != null && reported instanceof PeerLostException p && p.peer().isPresent()) {
+                String where = w.peerHost(p.peer().getAsInt());
+                if (where != null) p.describeHost(where);
+            }
             reported.fillIn(trace.rank(), trace.group(), ticket, fingerprint.call());
             failure = reported;
             throw reported;
@@ -222,7 +218,7 @@ final class OperationQueue implements AutoCloseable, LocalActivity {
     }
 
     /** Sets the group's watch (once, before the first user operation). */
-    void watch(Watch w) { this.watch = w; }
+    void watch(OperationWatch w) { this.watch = w; }
 
     @Override
     public OperationFingerprint running() { return current; }

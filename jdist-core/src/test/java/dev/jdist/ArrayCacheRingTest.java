@@ -1,6 +1,8 @@
 package dev.jdist;
 
 import dev.jdist.flight.OperationTrace;
+import dev.jdist.memory.ArrayMemory;
+import dev.jdist.memory.ArrayMemoryTest;
 import dev.jdist.ring.RingTestSupport;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

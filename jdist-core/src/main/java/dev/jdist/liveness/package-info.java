@@ -6,6 +6,10 @@
  * {@link dev.jdist.spi.Liveness}. Pure parts ({@link dev.jdist.liveness.Diagnosis}, the wire codec) are tested without
  * sockets.
  *
+ * <p>What a group of jdist ranks adds around each operation is {@link dev.jdist.liveness.GroupWatch}, the group
+ * queue's {@link dev.jdist.liveness.OperationWatch}: the mismatch check of {@code JDIST_DEBUG=detail} and the
+ * explanation of a failure.
+ *
  * <p>May import (docs/architecture.md, "Allowed imports"): dev.jdist, dev.jdist.spi.
  */
 package dev.jdist.liveness;

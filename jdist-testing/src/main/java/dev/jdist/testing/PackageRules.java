@@ -44,13 +44,14 @@ public final class PackageRules {
 
     /** The table, in the order docs/architecture.md shows it. */
     public static final List<Row> ROWS = List.of(
-            row(ROOT, "jdist-core", "spi", "flight", "cluster", "rendezvous", "liveness"),
+            row(ROOT, "jdist-core", "spi", "flight", "cluster", "rendezvous", "liveness", "memory"),
             row("spi", "jdist-core", ROOT, "algo"),
             row("flight", "jdist-core", ROOT),
             row("cluster", "jdist-core", ROOT, "spi"),
             row("rendezvous", "jdist-core", ROOT, "spi", "cluster"),
             row("liveness", "jdist-core", ROOT, "spi"),
             row("reduce", "jdist-core", ROOT),
+            row("memory", "jdist-core", ROOT),
             row("shm", "jdist-core"),
             row("connect", "jdist-core"),
             row("algo", "jdist-core", ROOT),

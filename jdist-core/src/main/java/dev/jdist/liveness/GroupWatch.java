@@ -1,7 +1,9 @@
-package dev.jdist;
+package dev.jdist.liveness;
 
-import dev.jdist.flight.OperationTrace;
-import dev.jdist.liveness.LivenessMonitor;
+import dev.jdist.Array;
+import dev.jdist.DType;
+import dev.jdist.DistributedException;
+import dev.jdist.OperationFingerprint;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.JobTable;
 
@@ -15,12 +17,12 @@ import java.util.TreeMap;
  * fingerprints exchanged between sender and receiver for a send/recv); and a failure is explained by the job's liveness
  * watch (the rank where it began) and given the lost peer's host.
  */
-final class GroupWatch implements OperationQueue.Watch {
+public final class GroupWatch implements OperationWatch {
     private final LivenessMonitor monitor;
     private final GroupImpl impl;
     private final JobTable table;      // the world group's; null for groups made by split (their ranks are not the job's)
 
-    GroupWatch(LivenessMonitor monitor, GroupImpl impl, JobTable table) {
+    public GroupWatch(LivenessMonitor monitor, GroupImpl impl, JobTable table) {
         this.monitor = monitor;
         this.impl = impl;
         this.table = table;
@@ -29,7 +31,7 @@ final class GroupWatch implements OperationQueue.Watch {
     @Override
     public void before(OperationFingerprint op) {
         // a batch's transfers pair up with another batch's, one by one: there is no single peer to compare with
-        if (!monitor.detail() || op.operation().equals(OperationTrace.Kind.BATCH_SEND_RECV.mlxName())) return;
+        if (!monitor.detail() || op.isBatch()) return;
         Map<Integer, OperationFingerprint> calls = op.isCollective() ? compareCollective(op) : comparePair(op);
         if (calls.isEmpty()) return;
         StringBuilder absent = new StringBuilder();
@@ -102,10 +104,11 @@ final class GroupWatch implements OperationQueue.Watch {
 
     @Override
     public DistributedException failed(DistributedException failure, OperationFingerprint op) {
-        DistributedException out = monitor.explain(failure);
-        if (table != null && out instanceof PeerLostException p && p.peer().isPresent() && p.peer().getAsInt() < table.size()) {
-            p.describeHost(table.rank(p.peer().getAsInt()).where());
-        }
-        return out;
+        return monitor.explain(failure);
+    }
+
+    @Override
+    public String peerHost(int peer) {
+        return table != null && peer < table.size() ? table.rank(peer).where() : null;
     }
 }

@@ -1,4 +1,6 @@
-package dev.jdist;
+package dev.jdist.memory;
+
+import dev.jdist.ConfigException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -14,7 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Where the {@link Array} factories get their native memory: a caching allocator in the spirit of
+ * Where the {@link dev.jdist.Array} factories get their native memory: a caching allocator in the spirit of
  * MLX's buffer cache, with the GC nudge of the JDK's direct-buffer accounting.
  *
  * <ul>
@@ -41,7 +43,7 @@ import java.util.regex.Pattern;
  * Java ranks {@code --enable-native-access=ALL-UNNAMED}) the cache is off and every array gets
  * {@code Arena.ofAuto()} memory, so no warning is printed.
  */
-final class ArrayMemory {
+public final class ArrayMemory {
 
     /** Environment variable: the cache bound in bytes ({@code 0} turns the cache off). */
     static final String ENV = "JDIST_ARRAY_CACHE_BYTES";
@@ -68,7 +70,7 @@ final class ArrayMemory {
     }
 
     /** Counters, for tests and measurements. */
-    record Stats(long cachedBytes, int cachedBlocks, long outstandingBytes, long hits, long misses, long nudges,
+    public record Stats(long cachedBytes, int cachedBlocks, long outstandingBytes, long hits, long misses, long nudges,
                  long evictions) {}
 
     private final long cacheBound;
@@ -103,7 +105,7 @@ final class ArrayMemory {
     private static volatile ArrayMemory shared;
 
     /** The instance the factories use, configured from {@value #ENV} on first use. */
-    static ArrayMemory shared() {
+    public static ArrayMemory shared() {
         ArrayMemory m = shared;
         if (m == null) {
             synchronized (ArrayMemory.class) {
@@ -155,7 +157,7 @@ final class ArrayMemory {
      * it is reachable. {@code zeroed}: all zero; otherwise the contents are unspecified (the caller
      * overwrites every byte).
      */
-    MemorySegment allocate(long bytes, boolean zeroed) {
+    public MemorySegment allocate(long bytes, boolean zeroed) {
         if (bytes < 0) throw new IllegalArgumentException("cannot allocate " + bytes + " bytes");
         if (!caching || bytes < largeBytes) return Arena.ofAuto().allocate(bytes, ALIGNMENT);
         long cls = sizeClass(bytes);
@@ -291,11 +293,11 @@ final class ArrayMemory {
         for (Block b : all) b.arena.close();
     }
 
-    synchronized Stats stats() {
+    public synchronized Stats stats() {
         return new Stats(cachedBytes, lru.size(), outstandingBytes, hits, misses, nudges, evictions);
     }
 
-    boolean caching() { return caching; }
+    public boolean caching() { return caching; }
 
     long cacheBound() { return cacheBound; }
 }

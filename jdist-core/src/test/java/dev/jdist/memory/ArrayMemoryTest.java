@@ -1,5 +1,8 @@
-package dev.jdist;
+package dev.jdist.memory;
 
+import dev.jdist.Array;
+import dev.jdist.ConfigException;
+import dev.jdist.DType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -24,7 +27,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** The caching allocator behind {@link Array}: size classes, reuse, zero fill, bound, configuration, threads. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class ArrayMemoryTest {
+public class ArrayMemoryTest {
 
     static final long MiB = 1L << 20;
 
@@ -34,7 +37,7 @@ class ArrayMemoryTest {
     }
 
     /** Runs the GC until {@code done} holds (bounded: 20 s). */
-    static void gcUntil(BooleanSupplier done, String what) throws InterruptedException {
+    public static void gcUntil(BooleanSupplier done, String what) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (!done.getAsBoolean()) {
             if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting for " + what);
