@@ -22,9 +22,12 @@ public final class GroupAccess {
         return access.apply(group);
     }
 
-    /** Called once, by {@code Group}'s static initialiser. */
+    /** Called once, by {@code Group}'s static initialiser; refused from anywhere else. */
     public static synchronized void register(Function<Group, GroupImpl> accessor) {
-        if (access != null) throw new IllegalStateException("the group accessor is set once, by dev.jdist.Group");
+        Class<?> caller = StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE).getCallerClass();
+        if (caller != Group.class || access != null) {
+            throw new IllegalStateException("the group accessor is set once, by dev.jdist.Group");
+        }
         access = accessor;
     }
 }
