@@ -10,5 +10,7 @@
  * gives the bytes to send and judges the bytes received; this package moves them, ends the handshake and says how it
  * ended. Deadlines are the caller's too (it owns the loop around its selector). It imports nothing of jdist, only
  * {@code java.*}: the exceptions and messages users see are made by the callers.
+ *
+ * <p>May import (docs/architecture.md, "Allowed imports"): nothing of jdist.
  */
 package dev.jdist.connect;
