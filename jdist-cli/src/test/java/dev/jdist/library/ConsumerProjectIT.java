@@ -3,6 +3,7 @@ package dev.jdist.library;
 import dev.jdist.BuildInfo;
 import dev.jdist.testing.CommandResult;
 import dev.jdist.testing.FreePorts;
+import dev.jdist.testing.LongTest;
 import dev.jdist.testing.Requirements;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -34,7 +35,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>The installed artifacts go to a private local repository: a folder that links every entry of the
  * build's own local repository except {@code dev/jdist}, so nothing is downloaded twice and the user's
  * repository keeps whatever jdist it had.
+ *
+ * <p>It rebuilds the whole project with Maven (javadoc and source jars included) before the consumer builds: minutes of
+ * both cores, so it runs in the long tier.
  */
+@LongTest
 @Timeout(1800)
 class ConsumerProjectIT {
     private static final Duration BUILD_TIMEOUT = Duration.ofMinutes(20);
