@@ -97,16 +97,13 @@ public final class GradientBuckets implements AutoCloseable {
                     return packed;
                 }, wire));
             }
-            for (int b = 0; b < buckets.size(); b++) {
-                NDArray packed = join(inFlight.get(b));
-                unpack(packed, buckets.get(b), average);
+            for (CompletableFuture<NDArray> f : inFlight) {
+                NDArray packed = join(f);
+                unpack(packed, buckets.get(inFlight.indexOf(f)), average);
             }
         } finally {
-            for (CompletableFuture<NDArray> f : inFlight) {
-                NDArray packed = f.getNow(null);
-                if (packed != null) packed.close();
-                else f.thenAccept(NDArray::close);
-            }
+            // every bucket's engine memory is freed once jdist is done with it, whether the collective worked or not
+            for (CompletableFuture<NDArray> f : inFlight) f.whenComplete((packed, failure) -> { if (packed != null) packed.close(); });
         }
     }
 
