@@ -81,17 +81,33 @@ public final class DigitsTraining implements Callable<Integer> {
         System.exit(new CommandLine(new DigitsTraining()).execute(args));
     }
 
+    /** The options as the command line gives them (for starters that call {@link #train} themselves, as a Spark task). */
+    public static DigitsTraining withOptions(String... args) {
+        return CommandLine.populateCommand(new DigitsTraining(), args);
+    }
+
     @Override
     public Integer call() throws IOException, TranslateException {
+        Group world = plain ? null : Distributed.init();
+        try {
+            line(train(world));
+            return 0;
+        } catch (DistributedException e) {
+            line("rank " + world.rank() + " of " + world.size() + ": fit ended with " + e.getClass().getName() + ": " + e.getMessage());
+            return 3;
+        }
+    }
+
+    /**
+     * Trains on this rank's shard, data-parallel over {@code world} ({@code null}: plain DJL, no jdist), and returns
+     * the rank's result line. A failed collective is thrown as jdist's {@link DistributedException}.
+     */
+    public String train(Group world) throws IOException, TranslateException {
         Path file = data != null ? data : Digits.locate().orElseThrow(() -> new IllegalArgumentException(
                 "digits.csv.gz not found: pass --data, set " + Digits.VARIABLE + ", install python3-sklearn, or run "
                         + "scripts/fetch-digits.sh (as root) to put it at " + Digits.CACHE));
         List<Digits> split = Digits.read(file).split(testRows, splitSeed);
-        if (plain) return train(split.get(0), split.get(1), null);
-        return train(split.get(0), split.get(1), Distributed.init());
-    }
-
-    private int train(Digits trainRows, Digits testRows, Group world) throws IOException, TranslateException {
+        Digits trainRows = split.get(0), testRows = split.get(1);
         int rank = world == null ? 0 : world.rank(), n = world == null ? 1 : world.size();
         if (batch % n != 0) {
             throw new IllegalArgumentException("--batch " + batch + " does not divide by the " + n + " ranks: pick a multiple of " + n);
@@ -115,23 +131,17 @@ public final class DigitsTraining implements Callable<Integer> {
             try (Trainer trainer = world == null ? model.newTrainer(config)
                     : new DataParallelTrainer(model, config, world, GradientBuckets.DEFAULT_BUCKET_BYTES, wireType())) {
                 trainer.initialize(new Shape(1, Digits.FEATURES));
-                try {
-                    EasyTrain.fit(trainer, epochs, train, null);
-                } catch (DistributedException e) {
-                    line("rank " + rank + " of " + n + ": fit ended with " + e.getClass().getName() + ": " + e.getMessage());
-                    return 3;
-                }
+                EasyTrain.fit(trainer, epochs, train, null);
                 double seconds = (System.nanoTime() - start) / 1e9;
                 NDArray x = manager.create(testRows.pixels(), new Shape(testRows.rows(), Digits.FEATURES));
                 NDArray predicted = trainer.evaluate(new NDList(x)).singletonOrThrow().argMax(1);
                 NDArray truth = manager.create(testRows.labels()).toType(DataType.INT64, false);
                 long right = predicted.eq(truth).sum().getLong();
-                line(String.format("rank %d of %d: test accuracy %.4f (%d of %d), parameters crc32=%08x, %d epochs in %.1f s%s",
+                return String.format("rank %d of %d: test accuracy %.4f (%d of %d), parameters crc32=%08x, %d epochs in %.1f s%s",
                         rank, n, right / (double) testRows.rows(), right, testRows.rows(), crc(model), epochs, seconds,
-                        world == null ? ", plain DJL" : ""));
+                        world == null ? ", plain DJL" : "");
             }
         }
-        return 0;
     }
 
     private DType wireType() {
