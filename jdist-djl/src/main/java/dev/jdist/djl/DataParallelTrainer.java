@@ -34,6 +34,7 @@ import java.util.List;
 public class DataParallelTrainer extends Trainer {
     private final Group group;
     private final GradientBuckets buckets;
+    private long averagingNanos;
 
     /** Data-parallel over {@link Distributed#init()}'s group, float32 on the wire, 32 MiB buckets. */
     public DataParallelTrainer(Model model, TrainingConfig config) {
@@ -65,6 +66,12 @@ public class DataParallelTrainer extends Trainer {
     /** The group the gradients are averaged over. */
     public Group group() { return group; }
 
+    /**
+     * Wall time spent averaging gradients so far: packing, the all-reduces and unpacking (what a step spends on
+     * communication; DJL's backward pass is one engine call, so none of it overlaps the backward pass).
+     */
+    public long averagingNanos() { return averagingNanos; }
+
     /** Collectives issued so far (the initial broadcast and every step's all-reduces). */
     public int collectives() { return buckets.collectives(); }
 
@@ -89,7 +96,9 @@ public class DataParallelTrainer extends Trainer {
                 for (Parameter p : parameters()) {
                     if (p.requiresGradient()) grads.add(p.getArray().getGradient());
                 }
+                long begin = System.nanoTime();
                 buckets.average(grads);
+                averagingNanos += System.nanoTime() - begin;
             } finally {
                 for (NDArray g : grads) g.close();
             }
