@@ -15,8 +15,8 @@ import java.util.Random;
  * {@code DistributedSampler}: every epoch all ranks shuffle the indices {@code 0..N-1} the same way
  * ({@link Collections#shuffle(List, Random)} with {@code new Random(seed + epoch)}), pad the list by repeating its
  * head to a multiple of the group size, and rank r keeps positions {@code r, r+n, r+2n, …}. Every rank so gets
- * {@code ceil(N/n)} samples and takes the same number of steps. Use it inside DJL's {@link ai.djl.training.dataset.BatchSampler}:
- * {@code builder.setSampling(new BatchSampler(new DistributedSampler(group, seed), batchSize))}.
+ * {@code ceil(N/n)} samples and takes the same number of steps. Batch it with {@link DistributedBatchSampler}, not DJL's
+ * {@code BatchSampler} (which counts batches from the whole dataset's size).
  *
  * <p>The epoch advances by one at every {@link #sample} call (DJL asks once per epoch) unless set with {@link #setEpoch}.
  */

@@ -54,6 +54,18 @@ class DistributedSamplerTest {
     }
 
     @Test
+    void theBatchSamplerCutsOnlyThisRanksShardSoAnEpochHasNoEmptyBatches() {
+        DistributedBatchSampler b = new DistributedBatchSampler(new DistributedSampler(1, 4, 3, true), 64, false);
+        List<List<Long>> batches = b.batches(new DistributedSampler(1, 4, 3, true).indices(1437));
+        assertThat(batches).hasSize(6);
+        assertThat(batches.subList(0, 5)).allSatisfy(x -> assertThat(x).hasSize(64));
+        assertThat(batches.get(5)).hasSize(360 - 5 * 64);
+        assertThat(new DistributedBatchSampler(new DistributedSampler(1, 4, 3, true), 64, true).batches(
+                new DistributedSampler(1, 4, 3, true).indices(1437))).hasSize(5);
+        assertThat(b.getBatchSize()).isEqualTo(64);
+    }
+
+    @Test
     void badRanksAreRejected() {
         assertThatThrownBy(() -> new DistributedSampler(4, 4, 0, true)).hasMessageContaining("rank must be in 0..3");
     }

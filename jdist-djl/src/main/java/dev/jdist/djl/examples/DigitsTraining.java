@@ -29,7 +29,7 @@ import dev.jdist.Distributed;
 import dev.jdist.DistributedException;
 import dev.jdist.Group;
 import dev.jdist.djl.DataParallelTrainer;
-import dev.jdist.djl.DistributedSampler;
+import dev.jdist.djl.DistributedBatchSampler;
 import dev.jdist.djl.GradientBuckets;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -64,6 +64,8 @@ public final class DigitsTraining implements Callable<Integer> {
     int epochs;
     @Option(names = "--batch", defaultValue = "64", description = "global batch; each of n ranks takes batch/n rows a step (default: ${DEFAULT-VALUE})")
     int batch;
+    @Option(names = "--learning-rate", defaultValue = "0.1", description = "SGD's learning rate; momentum 0.9 (default: ${DEFAULT-VALUE})")
+    float learningRate;
     @Option(names = "--seed", defaultValue = "0", description = "initial parameters and the per-epoch shuffle (default: ${DEFAULT-VALUE})")
     long seed;
     @Option(names = "--split-seed", defaultValue = "42", description = "the train/test split (default: ${DEFAULT-VALUE})")
@@ -114,18 +116,19 @@ public final class DigitsTraining implements Callable<Integer> {
         }
         Engine.getInstance().setRandomSeed((int) seed);
         try (NDManager manager = NDManager.newBaseManager(); Model model = Model.newInstance("digits")) {
-            Sampler.SubSampler order = world == null ? new EpochShuffle(seed) : new DistributedSampler(world, seed);
+            Sampler sampling = world == null ? new BatchSampler(new EpochShuffle(seed), batch, false)
+                    : new DistributedBatchSampler(world, batch / n, seed);
             RandomAccessDataset train = new ArrayDataset.Builder()
                     .setData(manager.create(trainRows.pixels(), new Shape(trainRows.rows(), Digits.FEATURES)))
                     .optLabels(manager.create(trainRows.labels(), new Shape(trainRows.rows())))
-                    .setSampling(new BatchSampler(order, batch / n, false))
+                    .setSampling(sampling)
                     .build();
             model.setBlock(new SequentialBlock()
                     .add(Linear.builder().setUnits(128).build())
                     .add(Activation::relu)
                     .add(Linear.builder().setUnits(Digits.CLASSES).build()));
             DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                    .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.1f)).optMomentum(0.9f).build());
+                    .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(learningRate)).optMomentum(0.9f).build());
             if (progress) config.addTrainingListeners(new Progress(rank, n));
             long start = System.nanoTime();
             try (Trainer trainer = world == null ? model.newTrainer(config)
