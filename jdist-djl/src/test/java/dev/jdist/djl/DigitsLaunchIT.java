@@ -30,11 +30,11 @@ class DigitsLaunchIT {
     @Test
     void fourRanksUnderJdistLaunchTrainToTheSingleProcessAccuracyWithIdenticalParameters() throws Exception {
         try (ChildProcesses p = new ChildProcesses()) {
-            p.start(dir, "plain", DigitsRuns.rank("--epochs", DigitsRuns.EPOCHS, "--plain"), Map.of());
-            p.start(dir, "one", DigitsRuns.rank("--epochs", DigitsRuns.EPOCHS), Map.of());
+            p.start(dir, "plain", DigitsRuns.training("--plain"), Map.of());
+            p.start(dir, "one", DigitsRuns.training(), Map.of());
             assertThat(p.await(0, 120)).as(p.allOutputs()).isZero();
             assertThat(p.await(1, 120)).as(p.allOutputs()).isZero();
-            p.start(dir, "launch", DigitsRuns.launch(4, FreePorts.block(4), DigitsRuns.rank("--epochs", DigitsRuns.EPOCHS)), Map.of());
+            p.start(dir, "launch", DigitsRuns.launch(4, FreePorts.block(4), DigitsRuns.training()), Map.of());
             assertThat(p.await(2, 240)).as(p.allOutputs()).isZero();
 
             DigitsRuns.RankLine plain = DigitsRuns.results(p.output(0), 1).get(0);

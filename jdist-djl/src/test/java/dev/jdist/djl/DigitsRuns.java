@@ -19,8 +19,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 final class DigitsRuns {
     private DigitsRuns() {}
 
-    /** Epochs the tests train: enough for the stated accuracy, short enough for the default tier. */
-    static final String EPOCHS = "20";
+    /**
+     * The training the tests run: 20 epochs of global batch 256 at learning rate 0.3 (6 steps an epoch, against the
+     * example's default 23 at batch 64): one process and 4 ranks reach 98.61 % and 98.33 %, in a third of the steps.
+     */
+    static final String[] TRAINING = {"--epochs", "20", "--batch", "256", "--learning-rate", "0.3"};
     static final double REQUIRED_ACCURACY = 0.95;
 
     /** The JVM options of a rank: DJL offline, PyTorch on one thread (the tests' ranks share two cores). */
@@ -36,6 +39,13 @@ final class DigitsRuns {
     /** {@code java … DigitsTraining ARGS} on the test class path. */
     static List<String> rank(String... args) {
         return JavaCommand.of(RANK_JVM, DigitsTraining.class, args);
+    }
+
+    /** {@code java … DigitsTraining <TRAINING> EXTRA}. */
+    static List<String> training(String... extra) {
+        List<String> args = new ArrayList<>(List.of(TRAINING));
+        args.addAll(List.of(extra));
+        return rank(args.toArray(String[]::new));
     }
 
     /** {@code jdist launch -n N --starting-port P -- <rank command>}, the launcher from the test class path. */

@@ -37,7 +37,7 @@ class DigitsSrunIT {
     @Test
     void srunTrainsTheDigitsOnFourTasksWithIdenticalParameters() {
         List<String> cmd = new ArrayList<>(List.of("srun", "-n", "4", "--kill-on-bad-exit=1"));
-        cmd.addAll(DigitsRuns.rank("--epochs", DigitsRuns.EPOCHS));
+        cmd.addAll(DigitsRuns.training());
         CommandResult r = slurm.run(Duration.ofSeconds(240), null, Map.of("JDIST_TIMEOUT", "120"), cmd);
         assertThat(r.exitCode()).as("%s%n%s", r, slurm.logs()).isZero();
         assertThat(DigitsRuns.assertTrainedAlike(r.stdout(), 4)).isGreaterThanOrEqualTo(DigitsRuns.REQUIRED_ACCURACY);

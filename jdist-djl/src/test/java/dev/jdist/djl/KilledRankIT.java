@@ -12,7 +12,7 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * A rank of the digits training killed mid-epoch (SIGKILL after its 30th step, inside the second epoch): every other
+ * A rank of the digits training killed mid-epoch (SIGKILL after its 10th step, in the middle of the first epoch of 23): every other
  * rank's {@code EasyTrain.fit} ends with jdist's typed error within the liveness bound (docs/reliability.md: at most
  * two heartbeat intervals; here {@code JDIST_HEARTBEAT=4s}), and the program exits with its status 3.
  * The ranks are started by hand with a job token, as the launcher would, but without the launcher, which would end
@@ -39,7 +39,7 @@ class KilledRankIT {
                 p.start(dir, "rank" + r, DigitsRuns.rank("--epochs", "1000", "--progress"), Map.of("MLX_RANK", String.valueOf(r),
                         "MLX_HOSTFILE", hosts.toString(), "JDIST_JOB_TOKEN", "killed-rank-it", "JDIST_HEARTBEAT", HEARTBEAT_S + "s"));
             }
-            p.awaitOutput(VICTIM, "rank " + VICTIM + " of " + N + ": step 30\n", 150);
+            p.awaitOutput(VICTIM, "rank " + VICTIM + " of " + N + ": step 10\n", 150);
             p.process(VICTIM).destroyForcibly();
             long killed = System.nanoTime();
             for (int r = 0; r < N; r++) {

@@ -32,7 +32,7 @@ class DigitsSparkIT {
                         + "-Dai.djl.pytorch.num_interop_threads=1"))) {
             SparkTestSupport.awaitIdleExecutors(spark, TASKS);
             List<String> lines = JdistSpark.run(spark, TASKS, Map.of("JDIST_TIMEOUT", "120"),
-                    group -> DigitsTraining.withOptions("--epochs", "20").train(group));
+                    group -> DigitsTraining.withOptions("--epochs", "20", "--batch", "256", "--learning-rate", "0.3").train(group));
             Pattern p = Pattern.compile("rank (\\d) of 4: test accuracy ([0-9.]+) \\(\\d+ of 360\\), parameters crc32=([0-9a-f]{8})");
             String crc = null;
             for (int rank = 0; rank < TASKS; rank++) {
