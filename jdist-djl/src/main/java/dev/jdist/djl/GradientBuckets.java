@@ -112,8 +112,8 @@ public final class GradientBuckets implements AutoCloseable {
     }
 
     /**
-     * Bucket {@code b}'s engine memory, kept from call to call (a fresh concatenation each step costs page faults:
-     * 0.35 s against 10 ms for copying into a kept 42 MB tensor, measured on the 2-core machine), and the jdist view
+     * Bucket {@code b}'s engine memory, kept from call to call (a fresh concatenation each step took 0.25-1.1 s
+     * against 10 ms for copying into a kept 42 MB tensor, on the loaded 2-core machine), and the jdist view
      * of it. Made again when the bucket's size changes.
      */
     private Bucket bucket(int b, List<NDArray> arrays) {
