@@ -104,10 +104,10 @@ class ClusterAgreementIT {
     void aRankThatNeverComes() throws Exception {
         int port = FreePorts.one();
         List<Map<String, String>> envs = new ArrayList<>();
-        for (int r : new int[] {0, 1, 3}) envs.add(torchrun(r, N, port, "JDIST_RENDEZVOUS_TIMEOUT", "6"));
+        for (int r : new int[] {0, 1, 3}) envs.add(torchrun(r, N, port, "JDIST_RENDEZVOUS_TIMEOUT", "15"));
         List<String> outs = allFail(envs);
         for (String out : outs) {
-            assertThat(out).contains("FAILED: DeadlineExceededException: expected 4 ranks; 3 joined within 6 s; missing rank 2 "
+            assertThat(out).contains("FAILED: DeadlineExceededException: expected 4 ranks; 3 joined within 15 s; missing rank 2 "
                     + "(rank 2: never connected)");
         }
     }

@@ -237,23 +237,7 @@ class JdistSparkClusterIT {
 
     /** Waits (bounded) until {@code count} executors are registered and none runs a task: nothing hangs. */
     static void awaitIdleExecutors(int count) {
-        long deadline = System.nanoTime() + 120_000_000_000L;
-        while (true) {
-            SparkExecutorInfo[] infos = spark.sc().statusTracker().getExecutorInfos();   // includes the driver
-            long executors = infos.length - 1;
-            int running = Arrays.stream(infos).mapToInt(SparkExecutorInfo::numRunningTasks).sum();
-            if (executors == count && running == 0) return;
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("after 120 s the cluster has " + executors + " executors (expected " + count + ") and "
-                        + running + " running tasks (expected 0)");
-            }
-            try {
-                Thread.sleep(200);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new AssertionError(e);
-            }
-        }
+        SparkTestSupport.awaitIdleExecutors(spark, count);
     }
 
     private static void sleep(long millis) {

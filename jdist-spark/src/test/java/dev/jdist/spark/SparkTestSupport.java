@@ -1,11 +1,14 @@
 package dev.jdist.spark;
 
 import org.apache.spark.SparkConf;
+import org.apache.spark.SparkExecutorInfo;
+import org.apache.spark.api.java.JavaSparkContext;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 
 /** What every test's Spark needs: loopback only, no UI, small and quick. */
 final class SparkTestSupport {
@@ -43,5 +46,26 @@ final class SparkTestSupport {
                 // check every second (not every 15) whether the executors have registered the slots a barrier stage needs
                 .set("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s")
                 .set("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "120");
+    }
+
+    /** Waits (at most 120 s) until {@code count} executors have registered and none runs a task. */
+    static void awaitIdleExecutors(JavaSparkContext spark, int count) {
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (true) {
+            SparkExecutorInfo[] infos = spark.sc().statusTracker().getExecutorInfos();   // includes the driver
+            long executors = infos.length - 1;
+            int running = Arrays.stream(infos).mapToInt(SparkExecutorInfo::numRunningTasks).sum();
+            if (executors == count && running == 0) return;
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("after 120 s the cluster has " + executors + " executors (expected " + count + ") and "
+                        + running + " running tasks (expected 0)");
+            }
+            try {
+                Thread.sleep(200);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError(e);
+            }
+        }
     }
 }

@@ -69,7 +69,9 @@ public final class PackageRules {
             row("config", "jdist-cli", "console", "hosts"),
             row("bench", "jdist-cli", ROOT, "spi", "algo", "console"),
             row("spark", "jdist-spark", ROOT, "spi"),
-            row("spark.examples", "jdist-spark", ROOT, "nn", "spark"));
+            row("spark.examples", "jdist-spark", ROOT, "nn", "spark"),
+            row("djl", "jdist-djl", ROOT),
+            row("djl.examples", "jdist-djl", ROOT, "djl"));
 
     private static final Map<String, Row> BY_PACKAGE =
             ROWS.stream().collect(Collectors.toMap(Row::pkg, r -> r, (a, b) -> a, LinkedHashMap::new));
