@@ -9,9 +9,10 @@ import java.lang.annotation.Target;
 
 /**
  * Puts a test class or method in the long tier: it runs under {@code bin/test --long} (and in CI, which runs both tiers),
- * not under the plain {@code bin/test} a contributor runs after every change. For soaks, chaos loops, timing sweeps and
- * tests that wait out a real default deadline for its own sake (docs/architecture.md, "Tests"). A test that checks
- * behaviour belongs in the default tier: shorten its deadlines through the documented knobs instead.
+ * not under the plain {@code bin/test} a contributor runs after every change. For tests that load the whole machine on
+ * purpose, multi-GiB transfers, the rebuild of the whole project, and the larger-n end of a sweep whose representative
+ * part stays in the default tier (CONTRIBUTING.md, "Build and test"). A test that waits on a deadline belongs in the
+ * default tier: shorten the deadline through the documented knobs instead.
  */
 @Target({ElementType.TYPE, ElementType.METHOD})
 @Retention(RetentionPolicy.RUNTIME)
