@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Turns the command tokens into the argv every rank executes (docs/reference/launcher.md §1.4): {@code --python},
@@ -58,6 +59,15 @@ public final class CommandResolver {
             }
         }
         return out;
+    }
+
+    /**
+     * The JVM options in {@code JDIST_JAVA_OPTIONS} (split at whitespace, as {@code JDK_JAVA_OPTIONS} without its quoting):
+     * every Java rank gets them before the {@code --java-opt} values, so a site or a test sets them once for every job.
+     */
+    public static List<String> environmentJavaOptions(Map<String, String> env) {
+        String v = env.get("JDIST_JAVA_OPTIONS");
+        return v == null || v.isBlank() ? List.of() : List.of(v.strip().split("\\s+"));
     }
 
     /** Whether {@code command} is a Java target (§1.4: a .java file, a .jar, or a main class with --class-path). */

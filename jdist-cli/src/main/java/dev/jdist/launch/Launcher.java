@@ -84,7 +84,12 @@ public final class Launcher {
             return 0;
         }
         List<String> command = p.command();
-        List<String> argv = CommandResolver.resolve(command, o.python, o.java, o.classPath, o.javaOpt,
+        List<String> javaOpts = new ArrayList<>();
+        if (CommandResolver.isJavaTarget(command, o.python, o.classPath)) {
+            javaOpts.addAll(CommandResolver.environmentJavaOptions(env));
+        }
+        javaOpts.addAll(o.javaOpt);
+        List<String> argv = CommandResolver.resolve(command, o.python, o.java, o.classPath, javaOpts,
                 CommandResolver.jdistClassPath());
 
         Hostfile hosts = o.target.resolveHosts();

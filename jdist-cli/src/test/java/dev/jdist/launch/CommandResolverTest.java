@@ -27,6 +27,14 @@ class CommandResolverTest {
     }
 
     @Test
+    void jdistJavaOptionsAreSplitAtWhitespace() {
+        assertThat(CommandResolver.environmentJavaOptions(java.util.Map.of("JDIST_JAVA_OPTIONS", "  -Xmx1g\t-XX:+UseSerialGC \n")))
+                .containsExactly("-Xmx1g", "-XX:+UseSerialGC");
+        assertThat(CommandResolver.environmentJavaOptions(java.util.Map.of("JDIST_JAVA_OPTIONS", " "))).isEmpty();
+        assertThat(CommandResolver.environmentJavaOptions(java.util.Map.of())).isEmpty();
+    }
+
+    @Test
     void javaSourceFile() {
         assertThat(CommandResolver.resolve(List.of("Train.java", "--epochs", "3"), null, "/j/bin/java", null, List.of("-Xmx1g"), CORE))
                 .containsExactlyElementsOf(java("/j/bin/java", "-Xmx1g", "-cp", "/opt/jdist/jdist.jar", "Train.java", "--epochs", "3"));

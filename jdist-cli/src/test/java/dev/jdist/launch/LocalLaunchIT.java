@@ -293,7 +293,7 @@ class LocalLaunchIT {
                 Path.of("target/test-classes").toAbsolutePath().toString(), "--java-opt", "-Dx.y=z",
                 RankInfo.class.getName(), "arg1");
         assertThat(r.exitCode()).as(r.toString()).isZero();
-        assertThat(JdistCli.lines(r.stdout())).containsExactlyInAnyOrder("rank 0 z arg1 true", "rank 1 z arg1 true");
+        assertThat(JdistCli.lines(r.stdout())).containsExactlyInAnyOrder("rank 0 z arg1 true true", "rank 1 z arg1 true true");
     }
 
 }

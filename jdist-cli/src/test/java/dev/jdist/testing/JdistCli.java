@@ -33,12 +33,19 @@ public final class JdistCli {
         return TestFiles.repoRoot();
     }
 
-    /** {@code java -jar jdist.jar ARGS}: as a user runs it, no JVM flags (the jar's manifest grants native access). */
+    /**
+     * {@code java -jar jdist.jar ARGS} as a user runs it (the jar's manifest grants native access), started through
+     * {@code env} so that the CLI's JVM and the Java ranks it starts get {@link JavaCommand#QUICK_START} (the ranks through
+     * {@code JDIST_JAVA_OPTIONS}): the integration tests start hundreds of short-lived JVMs on two cores, and these
+     * options change nothing they compute. {@code env} execs java, so the process is still the CLI's.
+     */
     public static List<String> argv(List<String> args) {
         if (!Files.isRegularFile(JAR)) {
             throw new IllegalStateException(JAR + " is missing: run the integration tests with `mvn verify` (package builds it)");
         }
-        List<String> argv = new ArrayList<>(List.of(java(), "-jar", JAR.toString()));
+        List<String> argv = new ArrayList<>(List.of("env", "JDIST_JAVA_OPTIONS=" + String.join(" ", JavaCommand.QUICK_START), java()));
+        argv.addAll(JavaCommand.QUICK_START);
+        argv.addAll(List.of("-jar", JAR.toString()));
         argv.addAll(args);
         return argv;
     }
