@@ -52,14 +52,22 @@ public final class JavaCommand {
         return command(classPath(), jvmOptions, mainClass.getName(), args);
     }
 
-    /** {@code java <jdist's flags> <QUICK_START> JVM-OPTIONS -cp CLASS-PATH MAIN ARGS}: another class path (a built jar, say). */
+    /**
+     * {@code java <jdist's flags> <QUICK_START> JVM-OPTIONS -cp CLASS-PATH MAIN ARGS}: another class path (a built jar, say).
+     * In integration tests, with {@link ChildAotCache}'s cache where it can be used (then with the test jar in place of
+     * {@code target/test-classes}).
+     */
     public static List<String> command(String classPath, List<String> jvmOptions, String mainClass, String... args) {
+        List<String> options = new ArrayList<>(jdistJvmFlags());
+        options.addAll(QUICK_START);
+        options.addAll(jvmOptions);
+        ChildAotCache.Choice aot = ChildAotCache.choose(classPath, options);
+        if (!aot.options().isEmpty()) options.removeIf(o -> o.startsWith("-Xshare"));   // the JVM refuses both
         List<String> cmd = new ArrayList<>();
         cmd.add(java());
-        cmd.addAll(jdistJvmFlags());
-        cmd.addAll(QUICK_START);
-        cmd.addAll(jvmOptions);
-        cmd.addAll(List.of("-cp", classPath, mainClass));
+        cmd.addAll(options);
+        cmd.addAll(aot.options());
+        cmd.addAll(List.of("-cp", aot.classPath(), mainClass));
         cmd.addAll(List.of(args));
         return cmd;
     }
