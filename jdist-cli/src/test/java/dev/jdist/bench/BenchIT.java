@@ -1,5 +1,6 @@
 package dev.jdist.bench;
 
+import dev.jdist.testing.LongTest;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.jdist.testing.CommandResult;
@@ -93,6 +94,7 @@ class BenchIT {
         assertThat(Files.readString(svg)).contains("<svg").contains("</svg>");
     }
 
+    @LongTest   // a timing sweep
     @Test
     @Timeout(600)
     void tuneWritesRulesThatTheNextJobFollows(@TempDir Path dir) throws Exception {

@@ -1,5 +1,6 @@
 package dev.jdist.cluster;
 
+import dev.jdist.testing.LongTest;
 import dev.jdist.launch.ShellQuote;
 import dev.jdist.ring.LivenessProgram;
 import dev.jdist.testing.ClusterCheck;
@@ -125,6 +126,7 @@ class LivenessAcrossHostsIT {
         assertThat(cluster.processesInAll().values()).as("no process left").allMatch(List::isEmpty);
     }
 
+    @LongTest   // chaos: no false failure under delay
     @Test
     void fiftyMillisecondsOfExtraDelayOnOneHostsLinksCausesNoFalseFailure() throws Exception {
         Requirements.require(Requirements.command("gcc", "gcc"));
@@ -150,6 +152,7 @@ class LivenessAcrossHostsIT {
         }
     }
 
+    @LongTest   // chaos: no false failure under loss
     @Test
     void fivePercentPacketLossOnEveryHostCausesNoFalseFailure() throws Exception {
         for (int h = 0; h < 3; h++) {

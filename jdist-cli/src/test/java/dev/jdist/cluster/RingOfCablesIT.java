@@ -1,5 +1,6 @@
 package dev.jdist.cluster;
 
+import dev.jdist.testing.LongTest;
 import dev.jdist.testing.CommandResult;
 import dev.jdist.testing.FreePorts;
 import dev.jdist.testing.JdistCli;
@@ -31,6 +32,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Before the probes, such a job failed in {@code Distributed.init()} after {@code JDIST_TIMEOUT} (the liveness watch's
  * first all_gather took recursive doubling, which connects rank 0 to rank 2).
  */
+@LongTest   // runs alone: beside other tests it loses heartbeats (CONTRIBUTING.md)
 @Timeout(300)
 class RingOfCablesIT {
     private static final Duration T = Duration.ofSeconds(200);

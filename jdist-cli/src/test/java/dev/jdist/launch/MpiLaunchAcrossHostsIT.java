@@ -1,5 +1,6 @@
 package dev.jdist.launch;
 
+import dev.jdist.testing.LongTest;
 import dev.jdist.mpi.MpiBackend;
 import dev.jdist.mpi.MpiCheckProgram;
 import dev.jdist.mpi.MpiStallProgram;
@@ -119,6 +120,7 @@ class MpiLaunchAcrossHostsIT {
      * a bounded time after the abort notice, and rank 1 ends itself when its own MPI_Abort cannot reach mpirun: no rank
      * is left, while the host is still cut off. (Open MPI's daemon there stays until it finds mpirun gone.)
      */
+    @LongTest   // a network fault waited out over three hosts; LivenessAcrossHostsIT checks a partition in the default tier
     @Test
     void aHostCutOffTheNetworkEndsTheJobWithinTheBoundsAndNoRankIsLeft() throws Exception {
         Requirements.require(Requirements.command("iptables", "iptables"));

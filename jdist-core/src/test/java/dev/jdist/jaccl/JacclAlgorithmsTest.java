@@ -1,5 +1,6 @@
 package dev.jdist.jaccl;
 
+import dev.jdist.testing.LongTest;
 import dev.jdist.DType;
 import dev.jdist.ReduceOp;
 import dev.jdist.reduce.Reducer;
@@ -179,8 +180,26 @@ class JacclAlgorithmsTest {
                 Arguments.of(2, 1), Arguments.of(3, 1), Arguments.of(4, 2), Arguments.of(5, 3), Arguments.of(2, 4), Arguments.of(3, 2));
     }
 
+    /** The all-reduce's representative groups (mesh, one and several wires, n = 2..4); the rest run in the long tier. */
+    static Stream<Arguments> allReduceGroups() {
+        return Stream.of(Arguments.of(3, 0), Arguments.of(2, 1), Arguments.of(4, 2), Arguments.of(3, 2));
+    }
+
+    static Stream<Arguments> allReduceGroupsLongTier() {
+        return Stream.of(Arguments.of(2, 0), Arguments.of(4, 0), Arguments.of(5, 0), Arguments.of(8, 0),
+                Arguments.of(3, 1), Arguments.of(5, 3), Arguments.of(2, 4));
+    }
+
+    @LongTest
     @ParameterizedTest(name = "n={0} wires={1} (0 = mesh)")
-    @MethodSource("groups")
+    @MethodSource("allReduceGroupsLongTier")
+    @Timeout(600)
+    void allReduceEveryDtypeOpAndThresholdRestOfTheSweep(int n, int wires) throws Exception {
+        allReduceEveryDtypeOpAndThreshold(n, wires);
+    }
+
+    @ParameterizedTest(name = "n={0} wires={1} (0 = mesh)")
+    @MethodSource("allReduceGroups")
     @Timeout(600)
     void allReduceEveryDtypeOpAndThreshold(int n, int wires) throws Exception {
         Random rnd = new Random(1000L * n + wires);

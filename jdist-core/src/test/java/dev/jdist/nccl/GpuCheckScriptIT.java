@@ -1,5 +1,6 @@
 package dev.jdist.nccl;
 
+import dev.jdist.testing.LongTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -16,6 +17,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * stub libraries in their file mode: one rank (every op and dtype, then the abort path of a rank that never
  * joins), and two ranks (then rank 1 stops itself and rank 0 must fail within JDIST_TIMEOUT).
  */
+@LongTest   // builds a jlinked runtime, as the rebuild tests do
 @Timeout(600)
 class GpuCheckScriptIT {
 

@@ -1,5 +1,6 @@
 package dev.jdist.ring;
 
+import dev.jdist.testing.LongTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -80,7 +81,7 @@ class LivenessIT {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"tcp", "shm"})
+    @ValueSource(strings = {"tcp"})   // over shm: the long tier, below
     void aStoppedRankIsReportedWithinTheHeartbeatBoundNotTheDeadline(String transport) throws Exception {
         try (RankProcesses ranks = start(dir, 3, env(transport), "loop", "100000000", "240")) {
             ranks.awaitLooping(3);
@@ -102,7 +103,7 @@ class LivenessIT {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"tcp", "shm"})
+    @ValueSource(strings = {"tcp"})   // over shm: the long tier, below
     void aHealthyRankThatComputesLongerThanTheBoundIsWaitedFor(String transport) throws Exception {
         // rank 1 sleeps 10 s (over three heartbeat bounds) before its 6th all_sum; the others wait in it
         try (RankProcesses ranks = start(dir, 3, env(transport), "loop", "12", "240", "1", "10", "5")) {
@@ -140,7 +141,7 @@ class LivenessIT {
      * heartbeat interval, and every rank fails with it: rank 2 at once, the others at their next collective.
      */
     @ParameterizedTest
-    @ValueSource(strings = {"tcp", "shm"})
+    @ValueSource(strings = {"tcp"})   // over shm: the long tier, below
     void withoutDetailAMismatchThatStallsIsFoundByTheWatch(String transport) throws Exception {
         try (RankProcesses ranks = start(dir, 4, env(transport), "mismatch", "op", "2", "10")) {
             for (int r = 0; r < 4; r++) {
@@ -167,5 +168,25 @@ class LivenessIT {
                         .contains("in group world/split@1(color=0) of job ranks 0, 2");
             }
         }
+    }
+
+    // ------------------------------------------------------------------ the long tier: the same over shared memory
+
+    @LongTest
+    @Test
+    void aStoppedRankIsReportedWithinTheHeartbeatBoundNotTheDeadlineOverSharedMemory() throws Exception {
+        aStoppedRankIsReportedWithinTheHeartbeatBoundNotTheDeadline("shm");
+    }
+
+    @LongTest
+    @Test
+    void aHealthyRankThatComputesLongerThanTheBoundIsWaitedForOverSharedMemory() throws Exception {
+        aHealthyRankThatComputesLongerThanTheBoundIsWaitedFor("shm");
+    }
+
+    @LongTest
+    @Test
+    void withoutDetailAMismatchThatStallsIsFoundByTheWatchOverSharedMemory() throws Exception {
+        withoutDetailAMismatchThatStallsIsFoundByTheWatch("shm");
     }
 }

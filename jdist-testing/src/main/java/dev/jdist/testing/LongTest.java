@@ -9,10 +9,11 @@ import java.lang.annotation.Target;
 
 /**
  * Puts a test class or method in the long tier: it runs under {@code bin/test --long} (and in CI, which runs both tiers),
- * not under the plain {@code bin/test} a contributor runs after every change. For tests that load the whole machine on
- * purpose, multi-GiB transfers, the rebuild of the whole project, and the larger-n end of a sweep whose representative
- * part stays in the default tier (CONTRIBUTING.md, "Build and test"). A test that waits on a deadline belongs in the
- * default tier: shorten the deadline through the documented knobs instead.
+ * not under the plain {@code bin/test} a contributor runs after every change, which checks each behaviour once. For
+ * tests that load the whole machine on purpose, multi-GiB transfers, builds of whole artifacts, network chaos that must
+ * cause no false failure, timing sweeps, tests that must run alone, and the rest of a sweep whose representative cases
+ * stay in the default tier (CONTRIBUTING.md, "Build and test"). A test that waits on a deadline belongs in the default
+ * tier: shorten the deadline through the documented knobs instead.
  */
 @Target({ElementType.TYPE, ElementType.METHOD})
 @Retention(RetentionPolicy.RUNTIME)
