@@ -2,6 +2,7 @@ package dev.jdist.spark;
 
 import dev.jdist.ConfigException;
 import dev.jdist.Group;
+import dev.jdist.spi.JobToken;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
@@ -117,8 +118,9 @@ public final class JdistSpark {
         });
         overrides.forEach((k, v) -> {
             if (SparkRingFormation.OWNED.contains(k)) {
-                throw new ConfigException("jdist-spark: setting " + k + " is chosen per stage attempt by jdist-spark; "
-                        + "remove it from the settings");
+                throw new ConfigException("jdist-spark: setting " + k + (k.equals(JobToken.VARIABLE)
+                        ? " is chosen per stage attempt by jdist-spark" : " would describe another group (jdist-spark forms the "
+                        + "stage's group itself)") + "; remove it from the settings");
             }
             if (!isSetting(k)) {
                 throw new ConfigException("jdist-spark: \"" + k + "\" is not a jdist setting; the settings are jdist's "
