@@ -12,7 +12,10 @@ import dev.jdist.spi.Backend;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.JobTable;
 import dev.jdist.spi.JobToken;
+import dev.jdist.spi.RankOffer;
 
+import java.io.ByteArrayOutputStream;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -173,7 +176,7 @@ public final class Distributed {
     }
 
     /** How long the ranks of an MPI job without a token look for each other beside the group before going on without. */
-    static final java.time.Duration SIDE_CHANNEL_WAIT = java.time.Duration.ofSeconds(10);
+    static final Duration SIDE_CHANNEL_WAIT = Duration.ofSeconds(10);
 
     /**
      * An MPI launcher's job without a token: MLX ranks may be in it, so nothing may be added to the group's own traffic.
@@ -185,26 +188,33 @@ public final class Distributed {
      */
     private static Group besideTheLauncher(GroupImpl impl, Map<String, String> env, Optional<ClusterJob> found) {
         String off = "jdist: rank " + impl.rank() + ": this MPI job runs without the liveness watch (docs/reliability.md): ";
-        if (found.isEmpty() || found.get().rank() != impl.rank() || found.get().size() != impl.size()) {
+        if (found.isEmpty()) {
             if (impl.rank() == 0) {
                 System.err.println(off + "its launcher's variables do not say where rank 0 runs; set JDIST_MASTER_ADDR to rank 0's "
                         + "host (every rank jdist), or JDIST_JOB_TOKEN (`jdist launch --backend mpi` sets one)");
             }
             return null;
         }
+        if (found.get().rank() != impl.rank() || found.get().size() != impl.size()) {
+            System.err.println(off + "the launcher's variables say rank " + found.get().rank() + " of " + found.get().size()
+                    + " (" + found.get().describe() + "), MPI says rank " + impl.rank() + " of " + impl.size());
+            return null;
+        }
         Map<String, String> sideEnv = new HashMap<>(env);
-        java.time.Duration wait = Rendezvous.timeout(env);
+        Duration wait = Rendezvous.timeout(env);
         if (wait.compareTo(SIDE_CHANNEL_WAIT) > 0) wait = SIDE_CHANNEL_WAIT;
         sideEnv.put(Rendezvous.TIMEOUT, wait.toMillis() + "ms");
         RendezvousSession rv = null;
         JobTable table;
         try {
             rv = Rendezvous.open(found.get(), sideEnv);
-            table = rv.agree(new dev.jdist.spi.RankOffer("mpi", Map.of(), List.of(), List.of()));
+            table = rv.agree(new RankOffer("mpi", Map.of(), List.of(), List.of()));
         } catch (RuntimeException e) {
             if (rv != null) rv.close();
-            System.err.println(off + "not every rank met beside it within " + wait.toMillis() / 1000.0 + " s (an MLX rank, or rank "
-                    + "0's host unreachable on " + found.get().masterHost() + ":" + found.get().masterPort() + "): " + e.getMessage());
+            // every rank that reached the store read the same verdict; one that did not reach it has none either
+            System.err.println(off + "the ranks did not all meet beside the group at " + found.get().masterHost() + ":"
+                    + found.get().masterPort() + " within " + wait.toMillis() / 1000.0 + " s (an MLX rank of the job never does; "
+                    + "else that port is unreachable or taken): " + e.getMessage());
             return null;
         }
         RendezvousSession session = rv;
@@ -213,7 +223,7 @@ public final class Distributed {
             impl.membersAreJdist(table, env);
             group.watchMembers(env, mine -> {
                 List<byte[]> all = session.exchange("liveness", mine);
-                java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+                ByteArrayOutputStream out = new ByteArrayOutputStream();
                 for (byte[] b : all) out.writeBytes(b);
                 return out.toByteArray();
             });
