@@ -12,7 +12,10 @@ import dev.jdist.spi.Backend;
 import dev.jdist.spi.GroupImpl;
 import dev.jdist.spi.JobTable;
 import dev.jdist.spi.JobToken;
+import dev.jdist.spi.RankOffer;
 
+import java.io.ByteArrayOutputStream;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -111,7 +114,7 @@ public final class Distributed {
             }
             Optional<GroupImpl> impl = b.init(!any && strict, env);   // "any" tries each non-strictly
             if (impl != null && impl.isPresent()) {
-                return cache(name, formed(impl.get(), name, env));
+                return cache(name, formed(impl.get(), name, env, name.equals("mpi") ? finding.job() : Optional.empty()));
             }
         }
         if (strict) {
@@ -145,8 +148,16 @@ public final class Distributed {
         return t;
     }
 
-    /** A group formed from MLX variables: with a job token every rank is jdist, so the ranks agree over the group. */
-    private static Group formed(GroupImpl impl, String name, Map<String, String> env) {
+    /**
+     * A group formed from MLX variables: with a job token every rank is jdist, so the ranks agree over the group. An MPI
+     * launcher's job without a token ({@code job}: what its variables say) meets beside the group through the rendezvous
+     * store instead, which an MLX rank never joins (docs/reliability.md).
+     */
+    private static Group formed(GroupImpl impl, String name, Map<String, String> env, Optional<ClusterJob> job) {
+        if (JobToken.in(env) == null && impl.size() > 1 && name.equals("mpi")) {
+            Group beside = besideTheLauncher(impl, env, job);
+            if (beside != null) return beside;
+        }
         JobTable table = null;
         if (JobToken.in(env) != null && impl.size() > 1) {
             try {
@@ -162,6 +173,65 @@ public final class Distributed {
                     + "met through a rendezvous); this " + name + " group may hold MLX peers, so its operations are not compared");
         }
         return watched(new Group(impl, OperationTrace.WORLD, table, null), env);
+    }
+
+    /** How long the ranks of an MPI job without a token look for each other beside the group before going on without. */
+    static final Duration SIDE_CHANNEL_WAIT = Duration.ofSeconds(10);
+
+    /**
+     * An MPI launcher's job without a token: MLX ranks may be in it, so nothing may be added to the group's own traffic.
+     * The ranks meet through the rendezvous store the launcher's variables already locate (rank 0's host, a port derived
+     * from the launcher's job id), which an MLX rank never connects to; when every rank publishes a record within
+     * {@link #SIDE_CHANNEL_WAIT} all are jdist, and the group gets the table and the watch, its records gathered through
+     * the store. Otherwise (an MLX rank, the store unreachable) rank 0's verdict tells every rank alike, and the group
+     * runs as before, without the watch; one line on stderr says why. Returns null then.
+     */
+    private static Group besideTheLauncher(GroupImpl impl, Map<String, String> env, Optional<ClusterJob> found) {
+        String off = "jdist: rank " + impl.rank() + ": this MPI job runs without the liveness watch (docs/reliability.md): ";
+        if (found.isEmpty()) {
+            if (impl.rank() == 0) {
+                System.err.println(off + "its launcher's variables do not say where rank 0 runs; set JDIST_MASTER_ADDR to rank 0's "
+                        + "host (every rank jdist), or JDIST_JOB_TOKEN (`jdist launch --backend mpi` sets one)");
+            }
+            return null;
+        }
+        if (found.get().rank() != impl.rank() || found.get().size() != impl.size()) {
+            System.err.println(off + "the launcher's variables say rank " + found.get().rank() + " of " + found.get().size()
+                    + " (" + found.get().describe() + "), MPI says rank " + impl.rank() + " of " + impl.size());
+            return null;
+        }
+        Map<String, String> sideEnv = new HashMap<>(env);
+        Duration wait = Rendezvous.timeout(env);
+        if (wait.compareTo(SIDE_CHANNEL_WAIT) > 0) wait = SIDE_CHANNEL_WAIT;
+        sideEnv.put(Rendezvous.TIMEOUT, wait.toMillis() + "ms");
+        RendezvousSession rv = null;
+        JobTable table;
+        try {
+            rv = Rendezvous.open(found.get(), sideEnv);
+            table = rv.agree(new RankOffer("mpi", Map.of(), List.of(), List.of()));
+        } catch (RuntimeException e) {
+            if (rv != null) rv.close();
+            // every rank that reached the store read the same verdict; one that did not reach it has none either
+            System.err.println(off + "the ranks did not all meet beside the group at " + found.get().masterHost() + ":"
+                    + found.get().masterPort() + " within " + wait.toMillis() / 1000.0 + " s (an MLX rank of the job never does; "
+                    + "else that port is unreachable or taken): " + e.getMessage());
+            return null;
+        }
+        RendezvousSession session = rv;
+        Group group = new Group(impl, OperationTrace.WORLD, table, session);
+        try {
+            impl.membersAreJdist(table, env);
+            group.watchMembers(env, mine -> {
+                List<byte[]> all = session.exchange("liveness", mine);
+                ByteArrayOutputStream out = new ByteArrayOutputStream();
+                for (byte[] b : all) out.writeBytes(b);
+                return out.toByteArray();
+            });
+            return group;
+        } catch (RuntimeException | Error e) {
+            group.close();
+            throw e;
+        }
     }
 
     /** Starts the liveness watch of a group whose members are all jdist (docs/reliability.md); closes the group on failure. */

@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.UnaryOperator;
 
 /**
  * A process group: what {@link Distributed#init()} returns. Validates arguments, allocates outputs,
@@ -752,14 +753,24 @@ public final class Group implements AutoCloseable {
      * group; does nothing for groups that may hold MLX peers.
      */
     void watchMembers(Map<String, String> env) {
+        watchMembers(env, mine -> {
+            Array all = Array.zeros(DType.UINT8, LivenessMonitor.RECORD_BYTES * impl.size());
+            impl.allGather(Array.fromBytes(DType.UINT8, mine, mine.length), all);
+            return all.toBytes();
+        });
+    }
+
+    /**
+     * As {@link #watchMembers(Map)}, the members' watch records gathered by {@code gather} (this rank's record in, every
+     * rank's in rank order out) instead of over the group: an MPI job without a token gathers them through the
+     * rendezvous store, since an MLX rank of the job would not make a collective jdist added (docs/reliability.md).
+     */
+    void watchMembers(Map<String, String> env, UnaryOperator<byte[]> gather) {
         if (impl == null || jobTable == null || impl.size() < 2) return;
         LivenessSettings settings = LivenessSettings.fromEnvironment(env);
         LivenessMonitor m = LivenessMonitor.open(impl.rank(), jobTable, settings, queue, JobToken.in(env));
         try {
-            byte[] mine = m.record();
-            Array all = Array.zeros(DType.UINT8, LivenessMonitor.RECORD_BYTES * impl.size());
-            impl.allGather(Array.fromBytes(DType.UINT8, mine, mine.length), all);
-            m.start(all.toBytes());
+            m.start(gather.apply(m.record()));
             if (m.watching()) impl.useLiveness(m);
         } catch (RuntimeException | Error e) {
             m.close();

@@ -49,7 +49,18 @@ final class Agreement {
         }
         List<Integer> missing = new ArrayList<>();
         for (int q = 0; q < j.expected(); q++) if (j.byRank().get(q) == null) missing.add(q);
-        if (!missing.isEmpty()) {
+        String notYet = null;
+        if (!missing.isEmpty() && !j.timedOut()) {
+            // judged before the deadline because of a claim no join can fix (above or below): the absent ranks come last
+            List<String> seen = new ArrayList<>();
+            for (int q : missing) {
+                String n = j.notes().apply(q);
+                seen.add("rank " + q + ": " + (n == null ? "never connected" : n));
+            }
+            notYet = (missing.size() == 1 ? "rank " : "ranks ") + list(missing.stream().map(String::valueOf).toList())
+                    + " had not joined when rank 0 judged, " + Rendezvous.seconds(j.waited()) + " s after it began to wait ("
+                    + String.join("; ", seen) + ")";
+        } else if (!missing.isEmpty()) {
             StringBuilder sb = new StringBuilder("expected " + j.expected() + " ranks; " + (j.expected() - missing.size())
                     + " joined within " + Rendezvous.seconds(j.waited()) + " s; missing " + (missing.size() == 1 ? "rank " : "ranks ")
                     + list(missing.stream().map(String::valueOf).toList()));
@@ -75,6 +86,7 @@ final class Agreement {
             }
         }
         disagreements(present).ifPresent(clauses::add);
+        if (notYet != null) clauses.add(notYet);
         return clauses.isEmpty() ? Optional.empty() : Optional.of(String.join("; also: ", clauses));
     }
 

@@ -16,16 +16,19 @@ import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.Set;
 
 /**
  * The rendezvous of a job found in the environment. Rank 0 serves the store ({@link StoreServer}) on the master port;
  * every rank (rank 0 too) connects to it at the master address, publishes its record under
  * {@code jdist/rank/<r>} (claimed with compare-and-set, so a second claimant is noticed), and rank 0 judges: once
- * every rank has published, or at the deadline, it writes one verdict, the table or the error, under
+ * every rank has published, as soon as a claim arrives that no later join can fix (a second claimant of a rank, a rank
+ * not below its size, a record with another world size), or at the deadline, it writes one verdict, the table or the error, under
  * {@code jdist/verdict}; every rank returns or throws exactly that. The store stays open while the group lives
  * ({@link #close}).
  */
@@ -36,6 +39,10 @@ public final class StoreRendezvous implements RendezvousSession {
     static final String VERDICT = "jdist/verdict";
     static final String VERDICT_READ = "jdist/verdict-read";
     static final String EXCHANGE = "jdist/x/";
+    /** Set by a rank whose claim can never be part of the job (a second claimant, a rank not below its size): judge now. */
+    static final String ALARM = "jdist/alarm";
+    /** How often rank 0 looks for such a claim while it waits for the ranks. */
+    static final Duration POLL = Duration.ofMillis(200);
     /** How much longer than rank 0 a rank waits for the verdict, so that rank 0's message (not a local timeout) arrives. */
     static final Duration VERDICT_GRACE = Duration.ofSeconds(15);
     /** How long rank 0 keeps a failed rendezvous open so that every rank reads the verdict. */
@@ -179,6 +186,8 @@ public final class StoreRendezvous implements RendezvousSession {
             long i = client.add(DUP_COUNT, 1);
             client.set(DUP_KEY + i, json);
         }
+        // the job can never form with this claim: rank 0 judges at once instead of waiting out its deadline
+        if (!claimed || job.problem() != null) client.add(ALARM, 1);
         RecordCodec.Verdict verdict = server != null && claimed ? judge() : awaitVerdict();
         client.add(VERDICT_READ, 1);
         if (!verdict.ok()) {
@@ -208,8 +217,22 @@ public final class StoreRendezvous implements RendezvousSession {
         int n = job.size();
         List<String> keys = new ArrayList<>(n);
         for (int q = 0; q < n; q++) keys.add(RANK_KEY + q);
-        long left = Math.max(0, judgeDeadline - System.nanoTime());
-        List<String> missing = client.await(keys, Duration.ofNanos(left));
+        long started = System.nanoTime();
+        List<String> missing;
+        boolean early = false;
+        Set<String> seen = new HashSet<>();
+        while (true) {
+            long left = Math.max(0, judgeDeadline - System.nanoTime());
+            long slice = Math.min(left, POLL.toNanos());
+            missing = client.await(keys, Duration.ofNanos(slice));
+            if (missing.isEmpty()) break;
+            // a duplicate claim, a rank not below its size or a record with another world size: no later join can fix it
+            if (client.get(ALARM).isPresent() || anotherSize(keys, missing, seen, n)) {
+                early = true;
+                break;
+            }
+            if (left <= slice) break;
+        }
         List<String> malformed = new ArrayList<>();
         List<RankRecord> byRank = new ArrayList<>(n);
         int maxSize = n;
@@ -231,8 +254,9 @@ public final class StoreRendezvous implements RendezvousSession {
             String key = DUP_KEY + i;
             client.get(key).map(b -> decode(b, key, malformed)).ifPresent(duplicates::add);
         }
-        Optional<String> error = Agreement.judge(new Agreement.Joins(n, byRank, duplicates, beyond, !missing.isEmpty(), timeout,
-                server::notesFor, server.refusals()));
+        Duration waited = early ? Duration.ofNanos(System.nanoTime() - started) : timeout;
+        Optional<String> error = Agreement.judge(new Agreement.Joins(n, byRank, duplicates, beyond, !missing.isEmpty() && !early,
+                waited, server::notesFor, server.refusals()));
         if (!malformed.isEmpty()) {
             String m = "the rendezvous store holds records that are not a jdist rank's (" + String.join("; ", malformed)
                     + "): something other than this job's ranks talks to it; set JDIST_JOB_TOKEN on every rank";
@@ -240,7 +264,7 @@ public final class StoreRendezvous implements RendezvousSession {
         }
         RecordCodec.Verdict verdict;
         if (error.isPresent()) {
-            verdict = new RecordCodec.Verdict(false, missing.isEmpty() ? "config" : "deadline", error.get(), List.of());
+            verdict = new RecordCodec.Verdict(false, missing.isEmpty() || early ? "config" : "deadline", error.get(), List.of());
         } else {
             Agreement.Result reach = Agreement.reachable(byRank, server.observedAddress());
             verdict = reach.error() != null ? new RecordCodec.Verdict(false, "config", reach.error(), List.of())
@@ -248,6 +272,17 @@ public final class StoreRendezvous implements RendezvousSession {
         }
         client.set(VERDICT, RecordCodec.encode(verdict));
         return verdict;
+    }
+
+    /** Whether a record that has arrived since the last look (each is read once) was started with a size other than {@code n}. */
+    private boolean anotherSize(List<String> keys, List<String> missing, Set<String> seen, int n) {
+        Set<String> absent = new HashSet<>(missing);
+        for (String key : keys) {
+            if (absent.contains(key) || !seen.add(key)) continue;
+            RankRecord r = client.get(key).map(b -> decode(b, key, new ArrayList<>())).orElse(null);
+            if (r != null && r.size() != n) return true;
+        }
+        return false;
     }
 
     /** A record, or null (noted in {@code malformed}) when the bytes are not one. */

@@ -33,9 +33,12 @@ class MpiFaultIT {
     /**
      * {@code deadline}: JDIST_TIMEOUT=5s ends the wait. {@code watch}: a job token, so the liveness watch runs; JDIST_TIMEOUT
      * unset (30 min) and JDIST_HEARTBEAT=2s: the watch finds the stopped rank and ends the job long before the deadline.
+     * {@code plain}: plain {@code mpirun}, no token and no JDIST_TIMEOUT (120 s without the watch), JDIST_HEARTBEAT=2s: the
+     * ranks meet beside the group through the rendezvous store and get the watch, which ends the job within its bound.
      */
     @ParameterizedTest(name = "{0}: rank {1} stopped, the others in {2}, found by the {3}")
-    @CsvSource({"openmpi, 1, all_sum, deadline", "mpich, 2, recv, deadline", "openmpi, 1, all_sum, watch"})
+    @CsvSource({"openmpi, 1, all_sum, deadline", "mpich, 2, recv, deadline", "openmpi, 1, all_sum, watch",
+        "openmpi, 1, all_sum, plain"})
     @Timeout(value = LIMIT_SECONDS + 60, unit = TimeUnit.SECONDS)
     void aStoppedRankEndsTheJobWithinTheDeadlineWithTheTypedErrorAndLeavesNoProcess(String impl, int stopped, String op,
                                                                                          String detector) throws Exception {
@@ -53,7 +56,7 @@ class MpiFaultIT {
     }
 
     private void check(String impl, int stopped, String op, String detector) throws Exception {
-        boolean watch = detector.equals("watch");
+        boolean watch = !detector.equals("deadline");
         boolean openMpi = impl.equals("openmpi");
         String launcherName = openMpi ? "mpirun.openmpi" : "mpirun.mpich";
         var launcher = Requirements.findExecutable(launcherName);
@@ -77,7 +80,7 @@ class MpiFaultIT {
         env.remove("JDIST_TIMEOUT");
         env.remove("JDIST_JOB_TOKEN");
         if (watch) {
-            env.put("JDIST_JOB_TOKEN", "mpi-fault-it-" + System.nanoTime());
+            if (detector.equals("watch")) env.put("JDIST_JOB_TOKEN", "mpi-fault-it-" + System.nanoTime());
             env.put("JDIST_HEARTBEAT", "2s");
         } else {
             env.put("JDIST_TIMEOUT", DEADLINE_SECONDS + "s");
@@ -117,6 +120,8 @@ class MpiFaultIT {
                 assertThat(out).as("the watch's typed error on stderr:\n%s", shown)
                         .contains("dev.jdist.PeerUnresponsiveException: ").contains("rank " + stopped + " ")
                         .contains("its process is stopped").contains("MPI_Abort");
+                // the watch's bound (8 of 10 intervals of silence: 1.6 s), not the 120 s deadline of a group without it
+                assertThat(seconds).as("seconds from the stop to the end of the job").isLessThan(60);
             } else {
                 assertThat(out).as("the typed error on stderr:\n%s", shown)
                         .contains("dev.jdist.DeadlineExceededException: mpi rank ")

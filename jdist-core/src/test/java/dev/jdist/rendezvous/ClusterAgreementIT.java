@@ -73,15 +73,25 @@ class ClusterAgreementIT {
 
     @Test
     @Timeout(LIMIT_SECONDS + 60)
-    void twoProcessesClaimingOneRank() throws Exception {
+    void twoProcessesClaimingOneRankFailEveryRankAtOnce() throws Exception {
         int port = FreePorts.one();
-        List<String> outs = allFail(ranks(N, r -> torchrun(r == 3 ? 2 : r, N, port, "JDIST_RENDEZVOUS_TIMEOUT", "8")));
-        for (String out : outs) {
-            assertThat(out).contains("FAILED: DeadlineExceededException: two processes claim rank 2: ")
-                    .containsPattern("claim rank 2: \\S+ \\(pid \\d+, 127\\.0\\.0\\.1\\) and \\S+ \\(pid \\d+, 127\\.0\\.0\\.1\\)")
-                    .contains("check RANK on both")
-                    .contains("expected 4 ranks; 3 joined within 8 s; missing rank 3 (rank 3: never connected)");
+        // the case, with the default settings (no JDIST_TIMEOUT, no rendezvous deadline): RANK=0, 1, 1 of 3, none 2
+        List<Map<String, String>> envs = new ArrayList<>();
+        for (int r : new int[] {0, 1, 1}) {
+            envs.add(Map.of("RANK", "" + r, "WORLD_SIZE", "3", "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "" + port));
         }
+        long t0 = System.nanoTime();
+        List<String> outs = allFail(envs);
+        long seconds = (System.nanoTime() - t0) / 1_000_000_000L;
+        for (String out : outs) {
+            assertThat(out).contains("FAILED: ConfigException: two processes claim rank 1: ")
+                    .containsPattern("claim rank 1: \\S+ \\(pid \\d+, 127\\.0\\.0\\.1\\) and \\S+ \\(pid \\d+, 127\\.0\\.0\\.1\\)")
+                    .contains("check RANK on both")
+                    .contains("also: rank 2 had not joined when rank 0 judged, ").contains("(rank 2: never connected)");
+        }
+        assertThat(outs.stream().map(o -> o.substring(o.indexOf("FAILED"))).distinct()).as("one error on every rank").hasSize(1);
+        // not the 120 s rendezvous deadline: rank 0 judges as soon as the second claim arrives (JVM start-up included)
+        assertThat(seconds).as("seconds until every process failed").isLessThan(60);
     }
 
     @Test

@@ -2,6 +2,7 @@ package dev.jdist.spark;
 
 import dev.jdist.ConfigException;
 import dev.jdist.Group;
+import dev.jdist.spi.JobToken;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
@@ -25,15 +26,16 @@ import java.util.stream.IntStream;
 /**
  * jdist groups across the tasks of a Spark barrier stage (docs/spark.md).
  *
- * <p>Inside a task of a barrier stage, {@link #group(TaskContext)} forms a ring group of the stage's tasks:
- * rank = partition id, size = number of tasks. The group belongs to the task attempt: it is closed when the task
+ * <p>Inside a task of a barrier stage, {@link #group(TaskContext)} forms a ring group of the stage's tasks through
+ * {@code Distributed.connect} (the agreement check, the job table, the liveness watch): rank = partition id, size =
+ * number of tasks. The group belongs to the task attempt: it is closed when the task
  * ends, however it ends, and when Spark kills the task; a retried attempt forms a new one. On the driver,
  * {@link #run} and {@link #runOnPartitions} start the barrier stage for you and collect one result per task.
  *
  * <p>Settings: the {@code JDIST_*} variables of the executor's environment (set them with
  * {@code spark.executorEnv.JDIST_TIMEOUT=30} and the like) and {@code MLX_RING_VERBOSE}, overridden by the
- * {@code settings} map of the calls that take one (same names). {@code MLX_RANK}, {@code MLX_HOSTFILE} and
- * {@code JDIST_JOB_TOKEN} are set per stage attempt by jdist-spark and cannot be given.
+ * {@code settings} map of the calls that take one (same names). {@code JDIST_JOB_TOKEN} is set per stage attempt by
+ * jdist-spark and cannot be given, nor can {@code MLX_RANK} and {@code MLX_HOSTFILE}.
  */
 public final class JdistSpark {
 
@@ -116,8 +118,9 @@ public final class JdistSpark {
         });
         overrides.forEach((k, v) -> {
             if (SparkRingFormation.OWNED.contains(k)) {
-                throw new ConfigException("jdist-spark: setting " + k + " is chosen per stage attempt by jdist-spark; "
-                        + "remove it from the settings");
+                throw new ConfigException("jdist-spark: setting " + k + (k.equals(JobToken.VARIABLE)
+                        ? " is chosen per stage attempt by jdist-spark" : " would describe another group (jdist-spark forms the "
+                        + "stage's group itself)") + "; remove it from the settings");
             }
             if (!isSetting(k)) {
                 throw new ConfigException("jdist-spark: \"" + k + "\" is not a jdist setting; the settings are jdist's "

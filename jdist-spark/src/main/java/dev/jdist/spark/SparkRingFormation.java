@@ -1,25 +1,17 @@
 package dev.jdist.spark;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.jdist.ConfigException;
 import dev.jdist.Distributed;
 import dev.jdist.Group;
 import dev.jdist.spi.JobToken;
 import org.apache.spark.BarrierTaskContext;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.Inet4Address;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.StandardProtocolFamily;
-import java.net.StandardSocketOptions;
+import java.net.NetworkInterface;
+import java.net.SocketException;
 import java.net.UnknownHostException;
-import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
@@ -29,17 +21,14 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * How the tasks of one barrier stage attempt become a ring: the only place that knows both Spark and the
- * ring's start-up. Three steps, each replaceable when a core bootstrap that takes an all-gather function lands:
+ * How the tasks of one barrier stage attempt become a group: the only place that knows both Spark and jdist's
+ * start-up. Two steps:
  * <ol>
- *   <li>reserve a port on this executor's address (bound, not listening, so nothing else takes it);</li>
  *   <li>exchange {@code rank address nonce} with the stage's {@code allGather}, check the answers, derive the
  *       attempt's job token from every task's nonce;</li>
- *   <li>write the ring hostfile and form the group with {@link Distributed#newGroup}.</li>
+ *   <li>form the group with {@link Distributed#connect}, its rendezvous run over the same {@code allGather}: the
+ *       agreement check, the job table, and with them the liveness watch and the peer mesh (docs/spark.md).</li>
  * </ol>
- * The reservation is a TCP socket bound with SO_REUSEADDR but never listening: on Linux the ring's own listener
- * (also SO_REUSEADDR) can bind the same address, while the kernel hands that port to no other socket that asks
- * for a free one. It is closed once the ring is formed.
  */
 final class SparkRingFormation {
 
@@ -47,7 +36,10 @@ final class SparkRingFormation {
     static final List<String> OWNED = List.of("MLX_RANK", "MLX_HOSTFILE", JobToken.VARIABLE);
 
     private static final SecureRandom RANDOM = new SecureRandom();
-    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final java.util.Base64.Encoder BASE64 = java.util.Base64.getEncoder();
+    private static final java.util.Base64.Decoder BASE64_DECODER = java.util.Base64.getDecoder();
+    /** The variable that names the interface a group listens on (the rendezvous's). */
+    static final String IFNAME = "JDIST_IFNAME";
 
     /** One task's part of the exchange. */
     record Offer(int rank, String address, String nonce) {
@@ -83,22 +75,42 @@ final class SparkRingFormation {
                     + ip.getHostAddress() + ", but the stage's tasks run on " + hosts + " hosts that could not reach it; "
                     + "set SPARK_LOCAL_IP on every worker to an address the other hosts can reach");
         }
-        try (PortReservation reserved = PortReservation.on(ip)) {
-            Offer mine = new Offer(rank, ip.getHostAddress() + ":" + reserved.port(), newNonce());
-            String[] gathered = ctx.allGather(mine.encode());
-            List<Offer> offers = check(gathered, size, rank, mine);
-            String token = jobToken(ctx.stageId(), ctx.stageAttemptNumber(), offers);
-            Path hostfile = writeHostfile(offers);
-            try {
-                Map<String, String> ringEnv = new java.util.HashMap<>(env);
-                ringEnv.put("MLX_RANK", Integer.toString(rank));
-                ringEnv.put("MLX_HOSTFILE", hostfile.toString());
-                ringEnv.put(JobToken.VARIABLE, token);
-                return Distributed.newGroup("ring", ringEnv);
-            } finally {
-                deleteQuietly(hostfile);
+        Offer mine = new Offer(rank, ip.getHostAddress(), newNonce());
+        List<Offer> offers = check(ctx.allGather(mine.encode()), size, rank, mine);
+        Map<String, String> groupEnv = new java.util.HashMap<>(env);
+        groupEnv.put(JobToken.VARIABLE, jobToken(ctx.stageId(), ctx.stageAttemptNumber(), offers));
+        // the group listens on the address Spark knows this executor by (unless the caller named an interface)
+        groupEnv.putIfAbsent(IFNAME, interfaceOf(ip));
+        return Distributed.connect(rank, size, (r, n) -> (src, bytesPerRank) -> allGather(ctx, src, bytesPerRank), "ring", groupEnv);
+    }
+
+    /** The rendezvous's all-gather over the stage's: every task's bytes (as text), in partition order. */
+    static byte[] allGather(BarrierTaskContext ctx, byte[] src, int bytesPerRank) {
+        String[] all = ctx.allGather(BASE64.encodeToString(src));
+        byte[] out = new byte[all.length * bytesPerRank];
+        for (int q = 0; q < all.length; q++) {
+            byte[] b = BASE64_DECODER.decode(all[q]);
+            if (b.length != bytesPerRank) {
+                throw new ConfigException("jdist-spark: the barrier allGather returned " + b.length + " bytes from task " + q + " where "
+                        + bytesPerRank + " were expected; is every task of this barrier stage forming a jdist group at the same "
+                        + "point (other allGather or barrier calls in between get mixed up with it)?");
             }
+            System.arraycopy(b, 0, out, q * bytesPerRank, bytesPerRank);
         }
+        return out;
+    }
+
+    /** The name of the network interface that holds {@code ip}: the group's {@code JDIST_IFNAME}. */
+    static String interfaceOf(InetAddress ip) {
+        try {
+            NetworkInterface nif = NetworkInterface.getByInetAddress(ip);
+            if (nif != null) return nif.getName();
+        } catch (SocketException e) {
+            // named below
+        }
+        throw new ConfigException("jdist-spark: this executor's address as Spark knows it, " + ip.getHostAddress() + ", is on no "
+                + "network interface of this host; set SPARK_LOCAL_IP on the workers to an address of each host, or "
+                + IFNAME + " in the settings");
     }
 
     /** {@code host:port} of Spark's task info, or a bare host: the host part. */
@@ -136,7 +148,8 @@ final class SparkRingFormation {
 
     /**
      * The attempt's token: a digest of the stage, its attempt and every task's random nonce. A task of an older
-     * attempt holds other nonces, so its connections fail the ring's handshake instead of joining the new ring.
+     * attempt holds other nonces, so it fails the agreement check and its connections the ring's handshake instead of
+     * joining the new group.
      */
     static String jobToken(int stageId, int stageAttempt, List<Offer> offers) {
         try {
@@ -168,58 +181,4 @@ final class SparkRingFormation {
         return HexFormat.of().formatHex(b);
     }
 
-    private static Path writeHostfile(List<Offer> offers) {
-        List<List<String>> ranks = offers.stream().map(o -> List.of(o.address())).toList();
-        try {
-            Path file = Files.createTempFile("jdist-spark-ring-", ".json");
-            Files.writeString(file, JSON.writeValueAsString(ranks));
-            return file;
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException(e);
-        } catch (IOException e) {
-            throw new UncheckedIOException("jdist-spark: cannot write the ring hostfile to " + System.getProperty("java.io.tmpdir")
-                    + " (java.io.tmpdir): " + e.getMessage(), e);
-        }
-    }
-
-    private static void deleteQuietly(Path p) {
-        try {
-            Files.deleteIfExists(p);
-        } catch (IOException ignored) {
-            // a temp file left behind is harmless
-        }
-    }
-
-    /** A port held for the ring: bound, never listening, closed after the ring's listener took it over. */
-    record PortReservation(SocketChannel socket, int port) implements AutoCloseable {
-        static PortReservation on(InetAddress ip) {
-            SocketChannel s = null;
-            try {
-                s = SocketChannel.open(StandardProtocolFamily.INET);
-                s.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-                s.bind(new InetSocketAddress(ip, 0));
-                return new PortReservation(s, ((InetSocketAddress) s.getLocalAddress()).getPort());
-            } catch (IOException e) {
-                if (s != null) {
-                    try {
-                        s.close();
-                    } catch (IOException ignored) {
-                        // nothing more to do
-                    }
-                }
-                throw new ConfigException("jdist-spark: cannot bind a port on " + ip.getHostAddress()
-                        + ", this executor's address as Spark knows it: " + e.getMessage()
-                        + "; set SPARK_LOCAL_IP on the workers to an address of this host", e);
-            }
-        }
-
-        @Override
-        public void close() {
-            try {
-                socket.close();
-            } catch (IOException ignored) {
-                // closing a never-connected socket does not fail in practice
-            }
-        }
-    }
 }

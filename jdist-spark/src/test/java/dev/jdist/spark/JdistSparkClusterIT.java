@@ -5,6 +5,7 @@ import dev.jdist.DType;
 import dev.jdist.DistributedException;
 import dev.jdist.Group;
 import dev.jdist.PeerLostException;
+import dev.jdist.PeerUnresponsiveException;
 import dev.jdist.spark.examples.SparkDataParallel;
 import org.apache.spark.SparkException;
 import org.apache.spark.SparkExecutorInfo;
@@ -190,6 +191,63 @@ class JdistSparkClusterIT {
             System.out.printf("killed executor: rank %s failed after %s ms: %s%n", o[0], o[3], o[4]);
         }
         awaitIdleExecutors(2);                           // the worker starts a new executor for the lost one
+        fourTasksOnTwoExecutorJvmsAllSumAndCheckEveryElement();
+    }
+
+    @Test
+    @Order(5)
+    void aStoppedExecutorJvmIsFoundByTheWatchWithinTheHeartbeatBound() throws Exception {
+        String dir = outcomes.toString();
+        // the defaults but a shorter heartbeat (the documented knob): no JDIST_TIMEOUT, whose default is 120 s without the
+        // watch (the group formed through a hostfile before) and 30 min with it
+        Map<String, String> settings = Map.of("JDIST_HEARTBEAT", "3s");
+        long started = System.nanoTime();
+        Throwable failure = catchThrowable(() -> JdistSpark.run(spark, TASKS, settings, group -> {
+            recordingFailure(dir, "stop", group, () -> group.allSum(Array.of(1f)));
+            if (group.rank() == 3) {
+                record(dir, "stop", group.rank(), "stopping", 0, "");
+                // the executor JVM stops (both of its tasks): no byte, no EOF, only silence; the test continues it
+                new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+            }
+            return secondCollective(dir, "stop", group);
+        }));
+        long stoppedPid = Long.parseLong(Files.readString(outcomes.resolve("stop-3")).split("\\|")[1]);
+        EXECUTOR_PIDS.add(stoppedPid);
+        try {
+            assertThat(failure).isInstanceOf(SparkException.class);
+            System.out.printf("stopped executor: job failed after %.1f s: %s%n", (System.nanoTime() - started) / 1e9,
+                    failure.getMessage().lines().limit(2).toList());
+            List<String[]> survivors = new ArrayList<>();
+            long until = System.nanoTime() + 30_000_000_000L;
+            while (true) {
+                survivors.clear();
+                for (int r = 0; r < TASKS; r++) {
+                    Path p = outcomes.resolve("stop-" + r);
+                    if (Files.exists(p)) {
+                        String[] o = Files.readString(p).split("\\|", 5);
+                        if (o.length == 5 && Long.parseLong(o[1]) != stoppedPid) survivors.add(o);
+                    }
+                }
+                if (survivors.size() >= 2 || System.nanoTime() > until) break;
+                sleep(100);
+            }
+            assertThat(survivors).as("ranks outside the stopped executor").hasSize(2);
+            for (String[] o : survivors) {
+                System.out.printf("stopped executor: rank %s failed after %s ms: %s%n", o[0], o[3], o[4]);
+                // the watch's verdict (or a peer's, passed on): never the progress deadline
+                assertThat(o[2]).as("rank %s's error: %s", o[0], o[4])
+                        .isIn(PeerUnresponsiveException.class.getName(), PeerLostException.class.getName());
+                // 8 of 10 heartbeat intervals of silence (2.4 s); far below the 120 s a group without the watch waited
+                assertThat(Long.parseLong(o[3])).as("ms until rank %s failed", o[0]).isLessThan(60_000);
+            }
+            assertThat(survivors).as("a survivor names the stopped process").anySatisfy(o -> {
+                assertThat(o[2]).isEqualTo(PeerUnresponsiveException.class.getName());
+                assertThat(o[4]).contains("stopped");
+            });
+        } finally {
+            new ProcessBuilder("kill", "-CONT", Long.toString(stoppedPid)).start().waitFor();
+        }
+        awaitIdleExecutors(2);
         fourTasksOnTwoExecutorJvmsAllSumAndCheckEveryElement();
     }
 

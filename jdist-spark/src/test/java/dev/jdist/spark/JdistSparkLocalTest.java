@@ -2,6 +2,7 @@ package dev.jdist.spark;
 
 import dev.jdist.Array;
 import dev.jdist.ConfigException;
+import dev.jdist.DType;
 import dev.jdist.Group;
 import dev.jdist.PeerLostException;
 import org.apache.spark.BarrierTaskContext;
@@ -62,6 +63,17 @@ class JdistSparkLocalTest {
     }
 
     @Test
+    void theGroupHasTheJobTableSoTheWatchAndThePeerMeshRun() {
+        // formed through Distributed.connect: the table, the watch, and broadcast/barrier over the peer mesh
+        List<long[]> results = JdistSpark.run(spark, 4, Map.of(), group -> {
+            Array b = group.broadcast(Array.full(DType.INT32, 7 + group.rank(), 16), 2);
+            group.barrier();
+            return new long[] {group.jobTable().map(t -> t.size()).orElse(0), (long) b.getDouble(15)};
+        });
+        for (long[] r : results) assertThat(r).containsExactly(4, 9);
+    }
+
+    @Test
     void runOnPartitionsGivesEachTaskItsPartitionsRows() {
         JavaRDD<Integer> data = spark.parallelize(IntStream.range(0, 40).boxed().toList(), 4);
         List<int[]> results = JdistSpark.runOnPartitions(data, (group, rows) -> {
@@ -102,7 +114,7 @@ class JdistSparkLocalTest {
     @Test
     void badSettingsFailOnTheDriverBeforeAnyTaskStarts() {
         assertThatThrownBy(() -> JdistSpark.run(spark, 2, Map.of("MLX_RANK", "0"), g -> 1))
-                .isInstanceOf(ConfigException.class).hasMessageContaining("MLX_RANK is chosen per stage attempt");
+                .isInstanceOf(ConfigException.class).hasMessageContaining("MLX_RANK would describe another group");
         assertThatThrownBy(() -> JdistSpark.run(spark, 2, Map.of("TIMEOUT", "3"), g -> 1))
                 .isInstanceOf(ConfigException.class).hasMessageContaining("\"TIMEOUT\" is not a jdist setting");
         assertThatThrownBy(() -> JdistSpark.run(spark, 0, g -> 1)).isInstanceOf(IllegalArgumentException.class);

@@ -3,13 +3,7 @@ package dev.jdist.spark;
 import dev.jdist.ConfigException;
 import org.junit.jupiter.api.Test;
 
-import java.net.BindException;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.StandardProtocolFamily;
-import java.net.StandardSocketOptions;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.util.List;
 import java.util.Map;
 
@@ -77,31 +71,9 @@ class SparkRingFormationTest {
     }
 
     @Test
-    void aReservedPortIsFreeForTheRingsListenerButNotForAnyoneElse() throws Exception {
-        InetAddress loopback = InetAddress.getByName("127.0.0.1");
-        try (SparkRingFormation.PortReservation reserved = SparkRingFormation.PortReservation.on(loopback)) {
-            InetSocketAddress address = new InetSocketAddress(loopback, reserved.port());
-            // the kernel does not hand the reserved port to a socket that asks for any free port
-            for (int i = 0; i < 200; i++) {
-                try (ServerSocketChannel other = ServerSocketChannel.open()) {
-                    other.bind(new InetSocketAddress(loopback, 0));
-                    assertThat(((InetSocketAddress) other.getLocalAddress()).getPort()).isNotEqualTo(reserved.port());
-                }
-            }
-            // a program binding it explicitly without SO_REUSEADDR is refused
-            try (ServerSocketChannel other = ServerSocketChannel.open()) {
-                other.setOption(StandardSocketOptions.SO_REUSEADDR, false);
-                assertThatThrownBy(() -> other.bind(address)).isInstanceOf(BindException.class);
-            }
-            // the ring's listener (SO_REUSEADDR, as RingConnector.listen binds) takes it over and accepts
-            try (ServerSocketChannel ring = ServerSocketChannel.open(StandardProtocolFamily.INET)) {
-                ring.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-                ring.bind(address, 16);
-                try (SocketChannel client = SocketChannel.open(address);
-                     SocketChannel accepted = ring.accept()) {
-                    assertThat(accepted.getRemoteAddress()).isEqualTo(client.getLocalAddress());
-                }
-            }
-        }
+    void theGroupListensOnTheInterfaceThatHoldsSparksAddressForTheExecutor() throws Exception {
+        assertThat(SparkRingFormation.interfaceOf(InetAddress.getByName("127.0.0.1"))).isEqualTo("lo");
+        assertThatThrownBy(() -> SparkRingFormation.interfaceOf(InetAddress.getByName("192.0.2.77")))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("192.0.2.77, is on no network interface of this host");
     }
 }
