@@ -36,15 +36,19 @@ public final class JdistCli {
     /**
      * {@code java -jar jdist.jar ARGS} as a user runs it (the jar's manifest grants native access), started through
      * {@code env} so that the CLI's JVM and the Java ranks it starts get {@link JavaCommand#QUICK_START} (the ranks through
-     * {@code JDIST_JAVA_OPTIONS}): the integration tests start hundreds of short-lived JVMs on two cores, and these
-     * options change nothing they compute. {@code env} execs java, so the process is still the CLI's.
+     * {@code JDIST_JAVA_OPTIONS}), and the CLI's JVM maps the jar's ahead-of-time class cache ({@link ChildAotCache}):
+     * the integration tests start hundreds of short-lived JVMs on two cores, and these options change nothing they
+     * compute. {@code env} execs java, so the process is still the CLI's.
      */
     public static List<String> argv(List<String> args) {
         if (!Files.isRegularFile(JAR)) {
             throw new IllegalStateException(JAR + " is missing: run the integration tests with `mvn verify` (package builds it)");
         }
         List<String> argv = new ArrayList<>(List.of("env", "JDIST_JAVA_OPTIONS=" + String.join(" ", JavaCommand.QUICK_START), java()));
-        argv.addAll(JavaCommand.QUICK_START);
+        List<String> aot = ChildAotCache.forJar(JAR, JavaCommand.QUICK_START, List.of("launch", "-n", "2", "--", "true"));
+        argv.addAll(aot.isEmpty() ? JavaCommand.QUICK_START
+                : JavaCommand.QUICK_START.stream().filter(o -> !o.startsWith("-Xshare")).toList());   // the JVM refuses both
+        argv.addAll(aot);
         argv.addAll(List.of("-jar", JAR.toString()));
         argv.addAll(args);
         return argv;

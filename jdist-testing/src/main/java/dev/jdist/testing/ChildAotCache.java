@@ -26,10 +26,11 @@ import java.util.stream.Stream;
  * pom) and only for class paths of jars: a cache cannot hold classes from a directory, so the module's
  * {@code target/test-classes} is replaced by the test jar that the package phase built from it, when that jar is current.
  * The first child that finds no cache starts a training job once (two ranks of {@link AotTraining}, in the background);
- * children started meanwhile run without it. The cache lives in the build directory, keyed by the class path (with each
+ * children started meanwhile run without it. The tests' {@code jdist} command ({@code java -jar jdist.jar}) gets a cache
+ * of its own the same way ({@link #forJar}). The cache lives in the build directory, keyed by the class path (with each
  * jar's size and time), the options and the JDK.
  */
-final class ChildAotCache {
+public final class ChildAotCache {
     /** The system property that names the cache directory; unset: no cache. */
     static final String DIR_PROPERTY = "jdist.test.aot.dir";
 
@@ -47,19 +48,49 @@ final class ChildAotCache {
             List<Path> jars = jarsOnly(classPath);
             if (jars == null) return new Choice(classPath, List.of());
             String jarPath = String.join(":", jars.stream().map(Path::toString).toList());
-            // the options that shape what is cached (GC, compiler, modules); heap sizes and properties do not
-            List<String> options = jvmOptions.stream().filter(o -> o.startsWith("-XX:") || o.startsWith("--")).toList();
+            List<String> options = cachedOptions(jvmOptions);
             Path cacheDir = Files.createDirectories(Path.of(dir));
             Path cache = cacheDir.resolve(key(jars, options) + ".aot");
             adoptFinishedTraining(cache);
             if (Files.isRegularFile(cache) && Files.size(cache) > 0) {
                 return new Choice(jarPath, List.of("-XX:AOTCache=" + cache));
             }
-            startTrainingOnce(cache, jarPath, options);
+            startTrainingOnce(cache, out -> twoRanks(cache, out, jarPath, options));
             return new Choice(classPath, List.of());
         } catch (IOException | RuntimeException e) {
             return new Choice(classPath, List.of());   // no cache: the child starts as it would anyway
         }
+    }
+
+    /**
+     * The cache option for {@code java JVM-OPTIONS -jar JAR} (the tests' {@code jdist} command), when a cache for this jar
+     * and these options exists; else none, and the first call starts its training once:
+     * {@code java JVM-OPTIONS -XX:AOTCacheOutput=... -jar JAR TRAINING-ARGS}.
+     */
+    public static List<String> forJar(Path jar, List<String> jvmOptions, List<String> trainingArgs) {
+        String dir = System.getProperty(DIR_PROPERTY);
+        if (dir == null || dir.isBlank() || !Files.isRegularFile(jar)) return List.of();
+        try {
+            List<String> options = cachedOptions(jvmOptions);
+            Path cache = Files.createDirectories(Path.of(dir)).resolve("jar-" + key(List.of(jar.toAbsolutePath()), options) + ".aot");
+            adoptFinishedTraining(cache);
+            if (Files.isRegularFile(cache) && Files.size(cache) > 0) return List.of("-XX:AOTCache=" + cache);
+            startTrainingOnce(cache, out -> {
+                List<String> cmd = new ArrayList<>(List.of(JavaCommand.java()));
+                cmd.addAll(options);
+                cmd.addAll(List.of("-XX:AOTCacheOutput=" + out.apply(0), "-jar", jar.toAbsolutePath().toString()));
+                cmd.addAll(trainingArgs);
+                return List.of(new ProcessBuilder(cmd));
+            });
+            return List.of();
+        } catch (IOException | RuntimeException e) {
+            return List.of();
+        }
+    }
+
+    /** The options that shape what is cached (GC, compiler, modules); heap sizes and properties do not. */
+    private static List<String> cachedOptions(List<String> jvmOptions) {
+        return jvmOptions.stream().filter(o -> o.startsWith("-XX:") || o.startsWith("--")).toList();
     }
 
     /** The class path as jars: a {@code test-classes} directory becomes its current test jar; null when that cannot be done. */
@@ -133,12 +164,16 @@ final class ChildAotCache {
         }
     }
 
+    /** The processes of a training run, given where process i writes its cache. */
+    private interface Training {
+        List<ProcessBuilder> processes(java.util.function.IntFunction<Path> output) throws IOException;
+    }
+
     /**
-     * Starts the training job unless this or another test JVM has (a {@code .training} file marks it): two ranks of
-     * {@link AotTraining} with {@code -XX:AOTCacheOutput}, bounded to two minutes, on a daemon thread; the first cache
-     * written is moved into place.
+     * Starts the training run unless this or another test JVM has (a {@code .training} file marks it), on a daemon
+     * thread, bounded to two minutes; the cache that process 0 writes is moved into place.
      */
-    private static void startTrainingOnce(Path cache, String jarPath, List<String> options) throws IOException {
+    private static void startTrainingOnce(Path cache, Training training) throws IOException {
         if (TRAINING_STARTED.putIfAbsent(cache.toString(), true) != null) return;
         Path marker = cache.resolveSibling(cache.getFileName() + ".training");
         try {
@@ -146,29 +181,41 @@ final class ChildAotCache {
         } catch (FileAlreadyExistsException e) {
             return;
         }
-        Thread t = new Thread(() -> train(cache, jarPath, options), "aot-cache-training");
+        Thread t = new Thread(() -> train(cache, training), "aot-cache-training");
         t.setDaemon(true);
         t.start();
     }
 
-    private static void train(Path cache, String jarPath, List<String> options) {
-        List<Process> ranks = new ArrayList<>();
+    /** Two ranks of {@link AotTraining}, a job of its own on loopback. */
+    private static List<ProcessBuilder> twoRanks(Path cache, java.util.function.IntFunction<Path> output, String jarPath,
+                                                 List<String> options) throws IOException {
+        int[] ports = FreePorts.distinct(2);
+        Path hostfile = cache.resolveSibling(cache.getFileName() + ".hostfile.json");
+        Files.writeString(hostfile, "[[\"127.0.0.1:" + ports[0] + "\"], [\"127.0.0.1:" + ports[1] + "\"]]");
+        List<ProcessBuilder> out = new ArrayList<>();
+        for (int r = 0; r < 2; r++) {
+            List<String> cmd = new ArrayList<>(List.of(JavaCommand.java()));
+            cmd.addAll(options);
+            cmd.addAll(List.of("-XX:AOTCacheOutput=" + output.apply(r), "-cp", jarPath, AotTraining.class.getName()));
+            ProcessBuilder pb = new ProcessBuilder(cmd);
+            pb.environment().putAll(Map.of("MLX_RANK", Integer.toString(r), "MLX_HOSTFILE", hostfile.toString(),
+                    "JDIST_JOB_TOKEN", "aot-training", "JDIST_TIMEOUT", "60", "JDIST_HEARTBEAT", "60s"));
+            out.add(pb);
+        }
+        return out;
+    }
+
+    private static void train(Path cache, Training training) {
+        List<Process> started = new ArrayList<>();
         try {
-            int[] ports = FreePorts.distinct(2);
-            Path hostfile = cache.resolveSibling(cache.getFileName() + ".hostfile.json");
-            Files.writeString(hostfile, "[[\"127.0.0.1:" + ports[0] + "\"], [\"127.0.0.1:" + ports[1] + "\"]]");
-            for (int r = 0; r < 2; r++) {
-                List<String> cmd = new ArrayList<>(List.of(JavaCommand.java()));
-                cmd.addAll(options);
-                cmd.addAll(List.of("-XX:AOTCacheOutput=" + cache + ".rank" + r, "-cp", jarPath, AotTraining.class.getName()));
-                ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
-                        .redirectOutput(cache.resolveSibling(cache.getFileName() + ".rank" + r + ".log").toFile());
-                pb.environment().putAll(Map.of("MLX_RANK", Integer.toString(r), "MLX_HOSTFILE", hostfile.toString(),
-                        "JDIST_JOB_TOKEN", "aot-training", "JDIST_TIMEOUT", "60", "JDIST_HEARTBEAT", "60s"));
-                ranks.add(pb.start());
+            List<ProcessBuilder> processes = training.processes(i -> Path.of(cache + ".rank" + i));
+            for (int i = 0; i < processes.size(); i++) {
+                started.add(processes.get(i).redirectErrorStream(true)
+                        .redirectOutput(Path.of(cache + ".rank" + i + ".log").toFile())
+                        .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start());
             }
             boolean ended = true;
-            for (Process p : ranks) ended &= p.waitFor(120, TimeUnit.SECONDS);
+            for (Process p : started) ended &= p.waitFor(120, TimeUnit.SECONDS);
             // the JVM writes the cache at exit, whatever the program's status; a cache only holds classes
             if (ended) adoptFinishedTraining(cache);
         } catch (IOException | RuntimeException e) {
@@ -176,11 +223,13 @@ final class ChildAotCache {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } finally {
-            for (Process p : ranks) if (p.isAlive()) p.destroyForcibly();
-            try {
-                Files.deleteIfExists(Path.of(cache + ".rank1"));
-            } catch (IOException ignored) {
-                // a leftover in the build directory
+            for (Process p : started) if (p.isAlive()) p.destroyForcibly();
+            for (int i = 1; i < started.size(); i++) {
+                try {
+                    Files.deleteIfExists(Path.of(cache + ".rank" + i));
+                } catch (IOException ignored) {
+                    // a leftover in the build directory
+                }
             }
         }
     }
