@@ -145,23 +145,57 @@ public final class Distributed {
         return t;
     }
 
-    /** A group formed from MLX variables: with a job token every rank is jdist, so the ranks agree over the group. */
+    /**
+     * A group formed from MLX variables. With a job token every rank is jdist; without one, a backend that can ask its
+     * members whether all are jdist does (the ring's member probe, docs/reference/collectives.md §3.10). When all are, the
+     * ranks agree over the group and it gets everything a tokened group gets; otherwise it keeps MLX's bytes and behaviour
+     * and this rank says once which jdist features are off and why.
+     */
     private static Group formed(GroupImpl impl, String name, Map<String, String> env) {
         JobTable table = null;
-        if (JobToken.in(env) != null && impl.size() > 1) {
+        if (impl.size() > 1) {
             try {
-                table = GroupAgreement.check(impl, name, env);
-                impl.membersAreJdist(table, env);
+                boolean tokened = JobToken.in(env) != null;
+                String notJdist = tokened ? null : impl.canProbeMembers() ? impl.probeMembers(env) : "";
+                if (notJdist == null) {
+                    table = GroupAgreement.check(impl, name, env);
+                    impl.membersAreJdist(table, env);
+                } else if (impl.canProbeMembers()) {
+                    mlxPeersPossible(impl, name, env, notJdist);
+                } else if (detail(env)) {
+                    System.err.println("jdist: JDIST_DEBUG=detail compares operations only between jdist ranks (a job token, or a job "
+                            + "met through a rendezvous); this " + name + " group may hold MLX peers, so its operations are not compared");
+                }
             } catch (RuntimeException e) {
                 impl.close();
                 throw e;
             }
         }
-        if (table == null && "detail".equalsIgnoreCase(env.getOrDefault("JDIST_DEBUG", "").strip()) && impl.size() > 1) {
-            System.err.println("jdist: JDIST_DEBUG=detail compares operations only between jdist ranks (a job token, or a job "
-                    + "met through a rendezvous); this " + name + " group may hold MLX peers, so its operations are not compared");
-        }
         return watched(new Group(impl, OperationTrace.WORLD, table, null), env);
+    }
+
+    private static boolean detail(Map<String, String> env) {
+        return "detail".equalsIgnoreCase(env.getOrDefault("JDIST_DEBUG", "").strip());
+    }
+
+    /**
+     * The probe did not find every member jdist ({@code why}): MLX's behaviour, one line saying what is off, and
+     * {@code JDIST_DEBUG=detail} refused, since its checks would pass silently with members that do not take part.
+     */
+    private static void mlxPeersPossible(GroupImpl impl, String name, Map<String, String> env, String why) {
+        String who = "jdist: rank " + impl.rank() + ": ";
+        if (detail(env)) {
+            throw new ConfigException("rank " + impl.rank() + ": JDIST_DEBUG=detail compares every operation between the ranks, but "
+                    + "this " + name + " group may hold MLX peers (" + why + "), which would not take part, so a mismatch "
+                    + "could pass unseen. If every rank is jdist, give every rank the same JDIST_JOB_TOKEN (`jdist launch` sets "
+                    + "one) or let UDP through on the ring's ports; otherwise unset JDIST_DEBUG");
+        }
+        impl.mayHoldMlxPeers(env);
+        System.err.println(who + "this " + name + " group may hold MLX peers (" + why + "), so it runs as MLX's ring: no "
+                + "liveness watch (a stopped rank is found only at JDIST_TIMEOUT, 30 min by default), no JDIST_DEBUG=detail "
+                + "checks, no peer mesh (broadcast, barrier, all_to_all, gather, scatter and send/recv beyond the neighbours "
+                + "are refused), MLX's ring schedule at every size. If every rank is jdist, set the same JDIST_JOB_TOKEN on "
+                + "every rank");
     }
 
     /** Starts the liveness watch of a group whose members are all jdist (docs/reliability.md); closes the group on failure. */

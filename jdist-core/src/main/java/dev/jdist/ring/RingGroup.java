@@ -20,6 +20,7 @@ import dev.jdist.mesh.MeshReach;
 import dev.jdist.mesh.MeshTransport;
 import dev.jdist.mesh.PeerMesh;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.JdistTimeout;
 import dev.jdist.spi.JobTable;
 import dev.jdist.spi.Liveness;
 
@@ -71,6 +72,8 @@ public final class RingGroup implements GroupImpl {
     private volatile MeshState mesh;
     /** Why every member is jdist and yet there is no mesh: not every pair of ranks can connect (§10.1); null otherwise. */
     private volatile String unreachable;
+    /** The member probe, open from a verdict of "every member is jdist" until every member is past it (§3.10); else null. */
+    private volatile MemberProbe memberProbe;
     /** How long the reachability probes may take at most (a peer that drops packets silently costs this once). */
     static final Duration PROBE_LIMIT = Duration.ofSeconds(5);
 
@@ -579,12 +582,53 @@ public final class RingGroup implements GroupImpl {
      */
     @Override
     public void membersAreJdist(JobTable table, Map<String, String> env) {
+        closeMemberProbe();   // the agreement's exchange over the ring completed: every member is past the probe
         if (size == 1 || mesh != null) return;
         // JDIST_TRANSPORT=tcp named (not merely the default): the mesh's pairs stay on TCP even across hosts
         String transportText = env.get(RingSettings.TRANSPORT);
         boolean tcpOnly = transportText != null && !transportText.isBlank()
                 && RingSettings.parseTransport(transportText) == RingSettings.Transport.TCP;
         formMesh(AlgorithmPolicy.fromEnvironment(env), hostId(env), tcpOnly, "rank " + rank, true);
+    }
+
+    /** A ring's members are asked over UDP on the ring's own ports, which MLX never uses (§3.10), unless {@code JDIST_MEMBER_PROBE=off}. */
+    @Override
+    public boolean canProbeMembers() { return size > 1; }
+
+    @Override
+    public String probeMembers(Map<String, String> env) {
+        String v = env.get(MemberProbe.VARIABLE);
+        if (v != null && v.strip().equalsIgnoreCase("off")) return MemberProbe.VARIABLE + "=off";
+        if (v != null && !v.isBlank() && !v.strip().equalsIgnoreCase("on")) {
+            throw new dev.jdist.ConfigException(MemberProbe.VARIABLE + "=\"" + v + "\" is neither on nor off: on (the default) asks "
+                    + "whether every rank is jdist over UDP on the ring's ports; off always runs the ring as MLX's");
+        }
+        MemberProbe.Verdict verdict = MemberProbe.run(rank, settings.hostfile());
+        memberProbe = verdict.probe();
+        return verdict.whyNot();
+    }
+
+    /**
+     * MLX peers may be present: MLX's ring at every size, and once connected, operations wait for progress as long as an MLX
+     * job would let them ({@code JDIST_TIMEOUT}, else 30 minutes); a killed peer still ends the wait at once.
+     */
+    @Override
+    public void mayHoldMlxPeers(Map<String, String> env) {
+        closeMemberProbe();
+        if (size == 1) return;
+        RingBackend.warnIfAlgorithmsAsked(env);
+        if (transport instanceof RingTransportBase t) t.useProgressDeadline(JdistTimeout.watchedProgress(env.get(JdistTimeout.VARIABLE)));
+    }
+
+    /** The progress deadline of an operation now (tests, docs: what a group reports). */
+    public Duration progressDeadline() {
+        return transport instanceof RingTransportBase t ? Duration.ofNanos(t.timeoutNanos) : settings.timeout();
+    }
+
+    private void closeMemberProbe() {
+        MemberProbe p = memberProbe;
+        memberProbe = null;
+        if (p != null) p.close();
     }
 
     /**
@@ -720,6 +764,7 @@ public final class RingGroup implements GroupImpl {
 
     @Override
     public void close() {
+        closeMemberProbe();
         MeshState m = mesh;
         if (m != null) m.mesh.close();
         if (transport != null) transport.close();

@@ -69,6 +69,12 @@ abstract class RingTransportBase implements RingTransport {
         watch.listen(liveness, this::abort);
     }
 
+    /** The progress deadline from now on (a group that may hold MLX peers, once connected: docs/reliability.md). */
+    final void useProgressDeadline(java.time.Duration deadline) {
+        this.timeoutNanos = deadline.toNanos();
+        this.timeoutText = RingConnector.seconds(deadline);
+    }
+
     /**
      * Ends the group now, from another thread (the liveness watch): marks it broken, closes its connections (so the
      * neighbours notice too) and wakes an operation asleep in the selector, which then fails with the watch's error.

@@ -119,6 +119,19 @@ class RingConfigTest {
         }
     }
 
+    /** Without a job token MLX peers may be among the ranks: set-up is as short as MLX's connect retries (30 s). */
+    @Test
+    void theSetUpDeadlineIsShortWithoutAJobTokenAndJdistTimeoutOverridesIt() throws Exception {
+        Path f = file("[[\"127.0.0.1:1000\"], [\"127.0.0.1:1001\"]]");
+        assertThat(RingSettings.fromEnvironment(true, env("0", f)).orElseThrow().timeout()).isEqualTo(Duration.ofSeconds(30));
+        Map<String, String> tokened = new HashMap<>(env("0", f));
+        tokened.put("JDIST_JOB_TOKEN", "t");
+        assertThat(RingSettings.fromEnvironment(true, tokened).orElseThrow().timeout()).isEqualTo(Duration.ofSeconds(120));
+        Map<String, String> set = new HashMap<>(env("0", f));
+        set.put("JDIST_TIMEOUT", "7");
+        assertThat(RingSettings.fromEnvironment(true, set).orElseThrow().timeout()).isEqualTo(Duration.ofSeconds(7));
+    }
+
     @Test
     void spinParsing() {
         assertThat(RingSettings.parseSpin(null)).isEqualTo(RingSettings.DEFAULT_SPIN_MICROS);
