@@ -147,7 +147,7 @@ public final class Distributed {
 
     /**
      * A group formed from MLX variables. With a job token every rank is jdist; without one, a backend that can ask its
-     * members whether all are jdist does (the ring's member probe, docs/reference/collectives.md §3.10). When all are, the
+     * members whether all are jdist does (the ring's member probe, docs/reference/collectives.md §3.13). When all are, the
      * ranks agree over the group and it gets everything a tokened group gets; otherwise it keeps MLX's bytes and behaviour
      * and this rank says once which jdist features are off and why.
      */

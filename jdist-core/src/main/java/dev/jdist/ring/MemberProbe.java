@@ -20,7 +20,7 @@ import java.util.List;
 
 /**
  * Finds out whether every member of a ring formed from MLX variables without a job token is a jdist process
- * (docs/reference/collectives.md §3.10): UDP datagrams on the ring's own port numbers, which MLX's ring (TCP only)
+ * (docs/reference/collectives.md §3.13): UDP datagrams on the ring's own port numbers, which MLX's ring (TCP only)
  * never uses, sent only after this rank's ring connections are formed. Nothing is written on the ring's connections,
  * so an MLX peer sees none of it (at most its host answers "port unreachable").
  *
@@ -33,7 +33,7 @@ import java.util.List;
  * ring connected takes MLX peers to be possible.
  */
 final class MemberProbe implements AutoCloseable {
-    /** {@code off}: never probe; the ring then always runs as MLX's (documented in docs/reference/environment.md). */
+    /** {@code off}: never probe; the ring then always runs as MLX's (docs/reference/collectives.md §3.1). */
     static final String VARIABLE = "JDIST_MEMBER_PROBE";
     /** How long a rank waits for the verdict after its ring connected: MLX peers never answer, so this is what they cost. */
     static final Duration WINDOW = Duration.ofMillis(1500);

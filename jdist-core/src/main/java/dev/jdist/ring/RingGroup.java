@@ -72,7 +72,7 @@ public final class RingGroup implements GroupImpl {
     private volatile MeshState mesh;
     /** Why every member is jdist and yet there is no mesh: not every pair of ranks can connect (§10.1); null otherwise. */
     private volatile String unreachable;
-    /** The member probe, open from a verdict of "every member is jdist" until every member is past it (§3.10); else null. */
+    /** The member probe, open from a verdict of "every member is jdist" until every member is past it (§3.13); else null. */
     private volatile MemberProbe memberProbe;
     /** How long the reachability probes may take at most (a peer that drops packets silently costs this once). */
     static final Duration PROBE_LIMIT = Duration.ofSeconds(5);
@@ -591,7 +591,7 @@ public final class RingGroup implements GroupImpl {
         formMesh(AlgorithmPolicy.fromEnvironment(env), hostId(env), tcpOnly, "rank " + rank, true);
     }
 
-    /** A ring's members are asked over UDP on the ring's own ports, which MLX never uses (§3.10), unless {@code JDIST_MEMBER_PROBE=off}. */
+    /** A ring's members are asked over UDP on the ring's own ports, which MLX never uses (§3.13), unless {@code JDIST_MEMBER_PROBE=off}. */
     @Override
     public boolean canProbeMembers() { return size > 1; }
 

@@ -151,7 +151,7 @@ public interface GroupImpl extends AutoCloseable {
      * Called once on every member right after the group formed, when {@link #canProbeMembers}: null when every member is
      * jdist (then {@link #membersAreJdist} follows on every member, after an exchange over the group), else why MLX peers
      * may be present (then {@link #mayHoldMlxPeers} follows). Sends nothing an MLX peer would read; waits a short, bounded
-     * time (docs/reference/collectives.md §3.10).
+     * time (docs/reference/collectives.md §3.13).
      */
     default String probeMembers(Map<String, String> env) { return "the " + backendName() + " backend cannot ask its members"; }
 

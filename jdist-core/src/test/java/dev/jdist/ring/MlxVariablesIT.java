@@ -18,7 +18,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * jdist ranks started with MLX's variables only ({@code MLX_RANK}, {@code MLX_HOSTFILE}; no job token, no
  * {@code JDIST_TIMEOUT}), as MLX's docs start jobs under a scheduler (docs/reliability.md "Ways of starting a job"). The
- * member probe (docs/reference/collectives.md §3.10) finds every member jdist, so the group gets the watch, the mismatch
+ * member probe (docs/reference/collectives.md §3.13) finds every member jdist, so the group gets the watch, the mismatch
  * check and the peer mesh; a rank with {@code JDIST_MEMBER_PROBE=off} never answers the probe, as an MLX process does,
  * which stands in for an MLX peer: then the group runs as MLX's ring, says so, and waits as long as MLX would.
  */
