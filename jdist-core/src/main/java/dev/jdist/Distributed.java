@@ -10,6 +10,7 @@ import dev.jdist.rendezvous.Rendezvous;
 import dev.jdist.rendezvous.RendezvousSession;
 import dev.jdist.spi.Backend;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.JdistTimeout;
 import dev.jdist.spi.JobTable;
 import dev.jdist.spi.JobToken;
 
@@ -321,9 +322,22 @@ public final class Distributed {
             throw new ConfigException("the '" + backend + "' backend is not part of this jdist build; "
                     + "add its module to the classpath or pick another backend");
         }
-        GroupImpl g = b.init(true, env).orElseThrow(() -> new ConfigException("the '" + backend
+        GroupImpl g = b.init(true, keepDeadline(backend, env)).orElseThrow(() -> new ConfigException("the '" + backend
                 + "' backend is not configured by the environment it was given"));
         return new Group(g, OperationTrace.WORLD);
+    }
+
+    /**
+     * A ring from a hostfile without a token sets up within 30 s ({@code JdistTimeout.MLX_SETUP_DEFAULT}) because
+     * {@code init} then probes its members and gives a group with MLX peers a 30-minute progress deadline; a group from
+     * {@link #newGroup} does neither, so it keeps the one deadline it had for both, {@code JdistTimeout.DEFAULT}.
+     */
+    private static Map<String, String> keepDeadline(String backend, Map<String, String> env) {
+        String timeout = env.get(JdistTimeout.VARIABLE);
+        if (!backend.equals("ring") || JobToken.in(env) != null || (timeout != null && !timeout.isBlank())) return env;
+        Map<String, String> e = new HashMap<>(env);
+        e.put(JdistTimeout.VARIABLE, JdistTimeout.seconds(JdistTimeout.DEFAULT));
+        return e;
     }
 
     /**

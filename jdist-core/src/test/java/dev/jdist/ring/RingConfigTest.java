@@ -132,6 +132,25 @@ class RingConfigTest {
         assertThat(RingSettings.fromEnvironment(true, set).orElseThrow().timeout()).isEqualTo(Duration.ofSeconds(7));
     }
 
+    /** A ring from Distributed.newGroup (no probe, no MLX-peer deadline) keeps one deadline for set-up and progress: 120 s. */
+    @Test
+    void newGroupRingsWithoutATokenKeepTheirDeadline() throws Exception {
+        Path f = RingTestSupport.hostfile(dir, 2, 1);
+        var pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            var g0 = pool.submit(() -> dev.jdist.Distributed.newGroup("ring", env("0", f)));
+            var g1 = pool.submit(() -> dev.jdist.Distributed.newGroup("ring", env("1", f)));
+            try (dev.jdist.Group a = g0.get(60, java.util.concurrent.TimeUnit.SECONDS);
+                 dev.jdist.Group b = g1.get(60, java.util.concurrent.TimeUnit.SECONDS)) {
+                for (dev.jdist.Group g : List.of(a, b)) {
+                    assertThat(((RingGroup) dev.jdist.TestGroups.impl(g)).progressDeadline()).isEqualTo(Duration.ofSeconds(120));
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     @Test
     void spinParsing() {
         assertThat(RingSettings.parseSpin(null)).isEqualTo(RingSettings.DEFAULT_SPIN_MICROS);
