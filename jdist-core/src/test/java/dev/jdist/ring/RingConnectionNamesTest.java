@@ -91,9 +91,9 @@ class RingConnectionNamesTest {
             try (Socket r = right; Socket left = listener.accept(); GroupImpl g = rank0.get(30, TimeUnit.SECONDS)) {
                 Future<?> sum = pool.submit(() -> g.allReduce(Array.ones(DType.FLOAT32, 1 << 16), Array.zeros(DType.FLOAT32, 1 << 16),
                         ReduceOp.SUM));
-                // rank 0 sends first: wait for its bytes, leave them unread, and abort both connections
+                // rank 0 sends first: wait until it is in the all_sum (its bytes arrive), leave them unread, abort both connections
                 long deadline = System.nanoTime() + 20_000_000_000L;
-                while ((left.getInputStream().available() == 0 || r.getInputStream().available() == 0) && System.nanoTime() < deadline) {
+                while (left.getInputStream().available() == 0 && r.getInputStream().available() == 0 && System.nanoTime() < deadline) {
                     Thread.sleep(10);
                 }
                 for (Socket s : List.of(left, r)) {
