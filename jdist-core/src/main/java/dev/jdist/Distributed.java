@@ -10,6 +10,7 @@ import dev.jdist.rendezvous.Rendezvous;
 import dev.jdist.rendezvous.RendezvousSession;
 import dev.jdist.spi.Backend;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.JdistTimeout;
 import dev.jdist.spi.JobTable;
 import dev.jdist.spi.JobToken;
 import dev.jdist.spi.RankOffer;
@@ -149,9 +150,12 @@ public final class Distributed {
     }
 
     /**
-     * A group formed from MLX variables: with a job token every rank is jdist, so the ranks agree over the group. An MPI
-     * launcher's job without a token ({@code job}: what its variables say) meets beside the group through the rendezvous
-     * store instead, which an MLX rank never joins (docs/reliability.md).
+     * A group formed from MLX variables. With a job token every rank is jdist; without one, an MPI launcher's job
+     * ({@code job}: what its variables say) meets beside the group through the rendezvous store, which an MLX rank never
+     * joins (docs/reliability.md), and a backend that can ask its members whether all are jdist does (the ring's member
+     * probe, docs/reference/collectives.md §3.13). When all are, the ranks agree over the group and it gets everything a
+     * tokened group gets; otherwise it keeps MLX's bytes and behaviour and this rank says once which jdist features are
+     * off and why.
      */
     private static Group formed(GroupImpl impl, String name, Map<String, String> env, Optional<ClusterJob> job) {
         if (JobToken.in(env) == null && impl.size() > 1 && name.equals("mpi")) {
@@ -159,18 +163,23 @@ public final class Distributed {
             if (beside != null) return beside;
         }
         JobTable table = null;
-        if (JobToken.in(env) != null && impl.size() > 1) {
+        if (impl.size() > 1) {
             try {
-                table = GroupAgreement.check(impl, name, env);
-                impl.membersAreJdist(table, env);
+                boolean tokened = JobToken.in(env) != null;
+                String notJdist = tokened ? null : impl.canProbeMembers() ? impl.probeMembers(env) : "";
+                if (notJdist == null) {
+                    table = GroupAgreement.check(impl, name, env);
+                    impl.membersAreJdist(table, env);
+                } else if (impl.canProbeMembers()) {
+                    mlxPeersPossible(impl, name, env, notJdist);
+                } else if (detail(env)) {
+                    System.err.println("jdist: JDIST_DEBUG=detail compares operations only between jdist ranks (a job token, or a job "
+                            + "met through a rendezvous); this " + name + " group may hold MLX peers, so its operations are not compared");
+                }
             } catch (RuntimeException e) {
                 impl.close();
                 throw e;
             }
-        }
-        if (table == null && "detail".equalsIgnoreCase(env.getOrDefault("JDIST_DEBUG", "").strip()) && impl.size() > 1) {
-            System.err.println("jdist: JDIST_DEBUG=detail compares operations only between jdist ranks (a job token, or a job "
-                    + "met through a rendezvous); this " + name + " group may hold MLX peers, so its operations are not compared");
         }
         return watched(new Group(impl, OperationTrace.WORLD, table, null), env);
     }
@@ -232,6 +241,30 @@ public final class Distributed {
             group.close();
             throw e;
         }
+    }
+
+    private static boolean detail(Map<String, String> env) {
+        return "detail".equalsIgnoreCase(env.getOrDefault("JDIST_DEBUG", "").strip());
+    }
+
+    /**
+     * The probe did not find every member jdist ({@code why}): MLX's behaviour, one line saying what is off, and
+     * {@code JDIST_DEBUG=detail} refused, since its checks would pass silently with members that do not take part.
+     */
+    private static void mlxPeersPossible(GroupImpl impl, String name, Map<String, String> env, String why) {
+        String who = "jdist: rank " + impl.rank() + ": ";
+        if (detail(env)) {
+            throw new ConfigException("rank " + impl.rank() + ": JDIST_DEBUG=detail compares every operation between the ranks, but "
+                    + "this " + name + " group may hold MLX peers (" + why + "), which would not take part, so a mismatch "
+                    + "could pass unseen. If every rank is jdist, give every rank the same JDIST_JOB_TOKEN (`jdist launch` sets "
+                    + "one) or let UDP through on the ring's ports; otherwise unset JDIST_DEBUG");
+        }
+        impl.mayHoldMlxPeers(env);
+        System.err.println(who + "this " + name + " group may hold MLX peers (" + why + "), so it runs as MLX's ring: no "
+                + "liveness watch (a stopped rank is found only at JDIST_TIMEOUT, 30 min by default), no JDIST_DEBUG=detail "
+                + "checks, no peer mesh (broadcast, barrier, all_to_all, gather, scatter and send/recv beyond the neighbours "
+                + "are refused), MLX's ring schedule at every size. If every rank is jdist, set the same JDIST_JOB_TOKEN on "
+                + "every rank");
     }
 
     /** Starts the liveness watch of a group whose members are all jdist (docs/reliability.md); closes the group on failure. */
@@ -357,9 +390,22 @@ public final class Distributed {
             throw new ConfigException("the '" + backend + "' backend is not part of this jdist build; "
                     + "add its module to the classpath or pick another backend");
         }
-        GroupImpl g = b.init(true, env).orElseThrow(() -> new ConfigException("the '" + backend
+        GroupImpl g = b.init(true, keepDeadline(backend, env)).orElseThrow(() -> new ConfigException("the '" + backend
                 + "' backend is not configured by the environment it was given"));
         return new Group(g, OperationTrace.WORLD);
+    }
+
+    /**
+     * A ring from a hostfile without a token sets up within 30 s ({@code JdistTimeout.MLX_SETUP_DEFAULT}) because
+     * {@code init} then probes its members and gives a group with MLX peers a 30-minute progress deadline; a group from
+     * {@link #newGroup} does neither, so it keeps the one deadline it had for both, {@code JdistTimeout.DEFAULT}.
+     */
+    private static Map<String, String> keepDeadline(String backend, Map<String, String> env) {
+        String timeout = env.get(JdistTimeout.VARIABLE);
+        if (!backend.equals("ring") || JobToken.in(env) != null || (timeout != null && !timeout.isBlank())) return env;
+        Map<String, String> e = new HashMap<>(env);
+        e.put(JdistTimeout.VARIABLE, JdistTimeout.seconds(JdistTimeout.DEFAULT));
+        return e;
     }
 
     /**

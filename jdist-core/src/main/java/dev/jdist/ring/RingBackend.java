@@ -26,19 +26,18 @@ public final class RingBackend implements Backend {
     public Optional<GroupImpl> init(boolean strict, Map<String, String> env) {
         Optional<RingSettings> settings = RingSettings.fromEnvironment(strict, env);
         if (settings.isEmpty()) return Optional.empty();
-        if (!settings.get().authenticated() && settings.get().size() > 1) warnIfAlgorithmsAsked(env);
         return Optional.of(RingGroup.connect(settings.get()));
     }
 
     /**
-     * Without a job token MLX peers may be in the ring, so it runs MLX's ring whatever {@code JDIST_ALGO} or
+     * When MLX peers may be in the ring (no job token, and the member probe did not find every member jdist), it runs MLX's ring whatever {@code JDIST_ALGO} or
      * {@code JDIST_ALGO_RULES} say (docs/reference/collectives.md §10.9): say so once rather than ignore them silently.
      */
-    private static void warnIfAlgorithmsAsked(Map<String, String> env) {
+    static void warnIfAlgorithmsAsked(Map<String, String> env) {
         for (String v : new String[] {AlgorithmPolicy.VARIABLE, AlgorithmPolicy.RULES_VARIABLE}) {
             String value = env.get(v);
             if (value != null && !value.isBlank() && !value.strip().equalsIgnoreCase("auto")) {
-                System.err.println("jdist: " + v + "=" + value + " is ignored: without JDIST_JOB_TOKEN this ring may have MLX peers, "
+                System.err.println("jdist: " + v + "=" + value + " is ignored: this ring may have MLX peers, "
                         + "so it runs MLX's ring schedule (start the job with `jdist launch`, which sets a token, or set "
                         + "JDIST_JOB_TOKEN on every rank to use jdist's algorithms)");
             }

@@ -11,8 +11,9 @@ import java.nio.channels.SocketChannel;
  * @param channel the connected socket
  * @param name    {@code "left[j]"} or {@code "right[j]"}, as messages name it
  * @param peer    the neighbour's rank
- * @param address the hostfile address the connection was made to ({@code left}: this rank's own; {@code right}:
- *                the right neighbour's)
+ * @param address the peer's hostfile address j ({@code left}: the left neighbour's own entry, where its process runs,
+ *                although the connection arrived on this rank's address j; {@code right}: the right neighbour's, which the
+ *                connection was made to)
  */
 record RingConnection(SocketChannel channel, String name, int peer, String address) {
 

@@ -171,7 +171,10 @@ final class RingConnector {
             List<RingConnection> left = new ArrayList<>();
             List<RingConnection> right = new ArrayList<>();
             for (ListenSlot s : listenSlots) {
-                left.add(new RingConnection(s.result, "left[" + s.listener.index() + "]", leftRank, s.listener.text()));
+                // named by the peer's own hostfile address (where its process runs), not this rank's listening one
+                List<RingHostfile.Address> peer = settings.hostfile().addresses(leftRank);
+                String peerAddress = peer.get(Math.min(s.listener.index(), peer.size() - 1)).text();
+                left.add(new RingConnection(s.result, "left[" + s.listener.index() + "]", leftRank, peerAddress));
             }
             for (ConnectSlot s : connectSlots) {
                 right.add(new RingConnection(s.result, "right[" + s.target.index() + "]", rightRank, s.target.text()));

@@ -20,6 +20,7 @@ import dev.jdist.mesh.MeshReach;
 import dev.jdist.mesh.MeshTransport;
 import dev.jdist.mesh.PeerMesh;
 import dev.jdist.spi.GroupImpl;
+import dev.jdist.spi.JdistTimeout;
 import dev.jdist.spi.JobTable;
 import dev.jdist.spi.Liveness;
 
@@ -71,6 +72,14 @@ public final class RingGroup implements GroupImpl {
     private volatile MeshState mesh;
     /** Why every member is jdist and yet there is no mesh: not every pair of ranks can connect (§10.1); null otherwise. */
     private volatile String unreachable;
+    /**
+     * The deadline of the peer mesh and, without a liveness watch, of operations between jdist members: {@code JDIST_TIMEOUT}
+     * or 120 s ({@link JdistTimeout#DEFAULT}), not the 30 s set-up bound of a ring without a token; set by
+     * {@link #membersAreJdist}, inherited by a split.
+     */
+    private volatile Duration jdistTimeout;
+    /** The member probe, open from a verdict of "every member is jdist" until every member is past it (§3.13); else null. */
+    private volatile MemberProbe memberProbe;
     /** How long the reachability probes may take at most (a peer that drops packets silently costs this once). */
     static final Duration PROBE_LIMIT = Duration.ofSeconds(5);
 
@@ -552,6 +561,10 @@ public final class RingGroup implements GroupImpl {
             if (sub.size() == 1) return new RingGroup(sub, null);
             String who = "rank " + rank + " -> split colour " + color + " rank " + newRank;
             RingGroup child = form(sub, listeners, new RingLog(settings.verbose(), who));
+            // the part waits as the whole does (MLX peers possible: 30 min; jdist members: JDIST_TIMEOUT or 120 s until
+            // the watch sets its own)
+            if (child.transport instanceof RingTransportBase t) t.useProgressDeadline(progressDeadline());
+            child.jdistTimeout = jdistTimeout;
             MeshState m = mesh;
             child.unreachable = unreachable;   // no mesh here, none in a part of it
             if (m != null) {
@@ -579,12 +592,55 @@ public final class RingGroup implements GroupImpl {
      */
     @Override
     public void membersAreJdist(JobTable table, Map<String, String> env) {
+        closeMemberProbe();   // the agreement's exchange over the ring completed: every member is past the probe
         if (size == 1 || mesh != null) return;
+        jdistTimeout = JdistTimeout.parse(env.get(JdistTimeout.VARIABLE));
+        if (transport instanceof RingTransportBase t) t.useProgressDeadline(jdistTimeout);   // the watch, if it runs, sets 30 min
         // JDIST_TRANSPORT=tcp named (not merely the default): the mesh's pairs stay on TCP even across hosts
         String transportText = env.get(RingSettings.TRANSPORT);
         boolean tcpOnly = transportText != null && !transportText.isBlank()
                 && RingSettings.parseTransport(transportText) == RingSettings.Transport.TCP;
         formMesh(AlgorithmPolicy.fromEnvironment(env), hostId(env), tcpOnly, "rank " + rank, true);
+    }
+
+    /** A ring's members are asked over UDP on the ring's own ports, which MLX never uses (§3.13), unless {@code JDIST_MEMBER_PROBE=off}. */
+    @Override
+    public boolean canProbeMembers() { return size > 1; }
+
+    @Override
+    public String probeMembers(Map<String, String> env) {
+        String v = env.get(MemberProbe.VARIABLE);
+        if (v != null && v.strip().equalsIgnoreCase("off")) return MemberProbe.VARIABLE + "=off";
+        if (v != null && !v.isBlank() && !v.strip().equalsIgnoreCase("on")) {
+            throw new dev.jdist.ConfigException(MemberProbe.VARIABLE + "=\"" + v + "\" is neither on nor off: on (the default) asks "
+                    + "whether every rank is jdist over UDP on the ring's ports; off always runs the ring as MLX's");
+        }
+        MemberProbe.Verdict verdict = MemberProbe.run(rank, settings.hostfile());
+        memberProbe = verdict.probe();
+        return verdict.whyNot();
+    }
+
+    /**
+     * MLX peers may be present: MLX's ring at every size, and once connected, operations wait for progress as long as an MLX
+     * job would let them ({@code JDIST_TIMEOUT}, else 30 minutes); a killed peer still ends the wait at once.
+     */
+    @Override
+    public void mayHoldMlxPeers(Map<String, String> env) {
+        closeMemberProbe();
+        if (size == 1) return;
+        RingBackend.warnIfAlgorithmsAsked(env);
+        if (transport instanceof RingTransportBase t) t.useProgressDeadline(JdistTimeout.watchedProgress(env.get(JdistTimeout.VARIABLE)));
+    }
+
+    /** The progress deadline of an operation now (tests, docs: what a group reports). */
+    public Duration progressDeadline() {
+        return transport instanceof RingTransportBase t ? Duration.ofNanos(t.timeoutNanos) : settings.timeout();
+    }
+
+    private void closeMemberProbe() {
+        MemberProbe p = memberProbe;
+        memberProbe = null;
+        if (p != null) p.close();
     }
 
     /**
@@ -618,7 +674,7 @@ public final class RingGroup implements GroupImpl {
             byte[] mine = PeerMesh.record(listener, hostId, meshSettingsDigest(policy, shmAcrossHosts));
             Array all = Array.zeros(DType.UINT8, PeerMesh.RECORD_BYTES * size);
             allGather(Array.fromBytes(DType.UINT8, mine, mine.length), all);
-            m = PeerMesh.form(new PeerMesh.Settings(rank, settings.timeout(), settings.jobToken(), settings.spinMicros(),
+            m = PeerMesh.form(new PeerMesh.Settings(rank, jdistTimeout != null ? jdistTimeout : settings.timeout(), settings.jobToken(), settings.spinMicros(),
                     settings.verbose(), who, RingAuthenticator::new,
                     shmRing || shmAcrossHosts ? settings.shmLinkBytes() : 0, shmAcrossHosts), listener, all.toBytes(),
                     AlgorithmPolicy.VARIABLE + ", " + AlgorithmPolicy.RULES_VARIABLE + " and " + RingSettings.TRANSPORT
@@ -720,6 +776,7 @@ public final class RingGroup implements GroupImpl {
 
     @Override
     public void close() {
+        closeMemberProbe();
         MeshState m = mesh;
         if (m != null) m.mesh.close();
         if (transport != null) transport.close();

@@ -14,7 +14,7 @@ import java.util.Optional;
 /**
  * What the ring reads from the environment (docs/reference/collectives.md §3.1 and §9):
  * {@code MLX_RANK}, {@code MLX_HOSTFILE}, {@code MLX_RING_VERBOSE} (MLX) and the jdist extensions
- * {@code JDIST_TIMEOUT} ({@link JdistTimeout}; default 120 s),
+ * {@code JDIST_TIMEOUT} ({@link JdistTimeout}; default 120 s with a job token, else 30 s for connection set-up),
  * {@code JDIST_JOB_TOKEN} (turns on the connection handshake), {@code JDIST_TRANSPORT} ({@code tcp}, the
  * default, or {@code shm}: the ring's bytes move through shared memory when every rank is on one host) and
  * {@code JDIST_SHM_BUFFER_KIB} (the shared-memory buffer per direction and connection); and the transports'
@@ -118,11 +118,11 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
 
     /**
      * The settings of rank {@code rank} of the ring {@code hostfile} describes, everything else at its default:
-     * TCP, the default timeout, no job token, not verbose (what {@link #fromEnvironment} gives when only
+     * TCP, the set-up deadline of a ring without a job token (30 s), no job token, not verbose (what {@link #fromEnvironment} gives when only
      * {@code MLX_RANK} and {@code MLX_HOSTFILE} are set).
      */
     public static RingSettings of(int rank, RingHostfile hostfile) {
-        return new RingSettings(rank, hostfile, false, Duration.ofSeconds(DEFAULT_TIMEOUT_SECONDS), null,
+        return new RingSettings(rank, hostfile, false, JdistTimeout.MLX_SETUP_DEFAULT, null,
                 DEFAULT_SPIN_MICROS, Transport.TCP, DEFAULT_SHM_BUFFER_KIB * 1024);
     }
 
@@ -163,7 +163,10 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
                     + "); start the program with `jdist launch`, or set " + RANK + " to this process's rank and "
                     + HOSTFILE + " to the JSON file listing every rank's addresses");
         }
-        Duration timeout = parseTimeout(env.get(TIMEOUT));
+        String token = JobToken.in(env);
+        // without a token MLX peers may be among the ranks: set-up as short as MLX's connect retries (the progress
+        // deadline once connected is set by the group, JdistTimeout.MLX_SETUP_DEFAULT)
+        Duration timeout = JdistTimeout.parse(TIMEOUT, env.get(TIMEOUT), token == null ? JdistTimeout.MLX_SETUP_DEFAULT : JdistTimeout.DEFAULT);
         int rank = parseRank(rankText);
         if (hostfileText.isEmpty()) {
             throw new ConfigException(HOSTFILE + " is set but empty; set it to the path of the ring hostfile");
@@ -173,7 +176,6 @@ public record RingSettings(int rank, RingHostfile hostfile, boolean verbose, Dur
             throw new ConfigException(RANK + "=" + rank + " is too large for the " + hostfile.size() + "-rank ring in "
                     + hostfileText + "; valid ranks are 0.." + (hostfile.size() - 1));
         }
-        String token = JobToken.in(env);
         Transport transport = parseTransport(env.get(TRANSPORT));
         long shmLinkBytes = parseShmBufferKib(env.get(SHM_BUFFER)) * 1024;
         return Optional.of(new RingSettings(rank, hostfile, env.containsKey(VERBOSE), timeout, token, parseSpin(env.get(SPIN)),

@@ -69,6 +69,12 @@ abstract class RingTransportBase implements RingTransport {
         watch.listen(liveness, this::abort);
     }
 
+    /** The progress deadline from now on (a group that may hold MLX peers, once connected: docs/reliability.md). */
+    final void useProgressDeadline(java.time.Duration deadline) {
+        this.timeoutNanos = deadline.toNanos();
+        this.timeoutText = RingConnector.seconds(deadline);
+    }
+
     /**
      * Ends the group now, from another thread (the liveness watch): marks it broken, closes its connections (so the
      * neighbours notice too) and wakes an operation asleep in the selector, which then fails with the watch's error.
@@ -142,8 +148,13 @@ abstract class RingTransportBase implements RingTransport {
 
     /** A lost connection, named: this rank, the operation, the peer and its address, the direction, the cause. */
     final PeerLostException lostConnection(String opName, RingConnection c, String direction, String why, Throwable cause) {
+        // a reset (RST), unlike EOF, means the peer's socket was closed with bytes still unread in it: a process killed
+        // while stopped or busy, or a group that its own failure closed in the middle of an operation
+        String reset = why != null && why.toLowerCase(java.util.Locale.ROOT).contains("reset")
+                ? " (a reset, not an orderly close: rank " + c.peer() + "'s end was closed with bytes it had not read, as when "
+                  + "a process is killed while stopped or busy)" : "";
         return new PeerLostException("rank " + rank + ": " + opName + " lost the connection to " + describe(c)
-                + " while " + direction + ": " + why + ". Rank " + c.peer() + " probably exited or "
+                + " while " + direction + ": " + why + reset + ". Rank " + c.peer() + " probably exited or "
                 + "crashed (or a rank further round the ring did, and its failure travelled here); check its output. "
                 + "The group is closed.", cause, rank, c.peer(), hostfile.addresses(c.peer()).getFirst().host(), opName);
     }

@@ -142,6 +142,28 @@ public interface GroupImpl extends AutoCloseable {
     default void membersAreJdist(JobTable table, Map<String, String> env) {}
 
     /**
+     * For an {@link #mlxWire} group formed from MLX variables without a job token: whether this backend can find out, on
+     * a channel MLX never uses, if every member is jdist ({@link #probeMembers}). False: such a group always runs as MLX's.
+     */
+    default boolean canProbeMembers() { return false; }
+
+    /**
+     * Called once on every member right after the group formed, when {@link #canProbeMembers}: null when every member is
+     * jdist (then {@link #membersAreJdist} follows on every member, after an exchange over the group), else why MLX peers
+     * may be present (then {@link #mayHoldMlxPeers} follows). Sends nothing an MLX peer would read; waits a short, bounded
+     * time (docs/reference/collectives.md §3.13).
+     */
+    default String probeMembers(Map<String, String> env) { return "the " + backendName() + " backend cannot ask its members"; }
+
+    /**
+     * Called once, before the first operation, on a group formed from MLX variables without a job token whose members are
+     * not all known to be jdist: it keeps MLX's bytes, and waits inside an operation as long as an MLX job would let it
+     * ({@code JDIST_TIMEOUT}, else 30 minutes; a killed peer still ends the wait at once). {@code env} is the environment
+     * the group was formed from.
+     */
+    default void mayHoldMlxPeers(Map<String, String> env) {}
+
+    /**
      * After {@link #membersAreJdist}: how this group chooses each collective's algorithm between its jdist members
      * (docs/reference/collectives.md §10.4), for {@code jdist bench}; empty when it runs one algorithm whatever the size
      * (MLX peers may be present, the backend has no choice to make, or the members cannot all reach each other).

@@ -22,6 +22,13 @@ public final class JdistTimeout {
      * Connection set-up keeps {@link #DEFAULT}.
      */
     public static final Duration WATCHED_DEFAULT = Duration.ofMinutes(30);
+    /**
+     * The connection set-up deadline of a ring formed from MLX variables without a job token (MLX peers may be among
+     * the ranks): as short as MLX's own connect retries (about 30 s), so that a rank whose peers never start fails soon.
+     * Once the ring is connected, such a group waits for progress up to {@link #WATCHED_DEFAULT}, as a watched group does
+     * (a killed peer is still found at once, by the end of its connections). {@code JDIST_TIMEOUT} overrides both.
+     */
+    public static final Duration MLX_SETUP_DEFAULT = Duration.ofSeconds(30);
     private static final Pattern FORM = Pattern.compile("([0-9]+(?:\\.[0-9]+)?)\\s*(ms|s|m)?");
     private static final double MAX_MILLIS = 7 * 24 * 3600_000.0;
 

@@ -24,7 +24,7 @@ import dev.jdist.TestGroups;
  *   <li>{@code split-mismatch RANK [SECONDS]}: the same "op" mismatch inside a group made by split (colour = rank mod 2,
  *       one all_sum in it first); the other group runs its all_sum; then SECONDS of sleep and 20 all_sums of the job.</li>
  * </ul>
- * Prints "looping" once under way, then "finished" or "FAILED Class peer=P state=S: message". Exit codes: 0 finished,
+ * Prints "looping" once under way (on a ring, then its progress deadline: "progress deadline N s"), then "finished" or "FAILED Class peer=P state=S: message". Exit codes: 0 finished,
  * 3 PeerLost, 4 DeadlineExceeded, 5 other DistributedException, 6 ConfigException, 7 anything else, 8 PeerUnresponsive,
  * 9 CollectiveMismatch.
  */
@@ -87,6 +87,9 @@ public final class LivenessProgram {
                 String mesh = TestGroups.impl(g) instanceof RingGroup rg ? rg.peerMesh().map(m -> " (mesh connections: " + m.openConnections()
                         + ", over shared memory: " + m.sharedMemoryConnections() + ")").orElse("") : "";
                 System.out.println("rank " + g.rank() + " looping" + mesh);
+                if (TestGroups.impl(g) instanceof RingGroup rg) {
+                    System.out.println("rank " + g.rank() + " progress deadline " + rg.progressDeadline().toSeconds() + " s");
+                }
                 System.out.flush();
             }
         }

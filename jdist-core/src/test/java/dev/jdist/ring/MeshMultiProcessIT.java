@@ -81,10 +81,14 @@ class MeshMultiProcessIT {
         }
     }
 
+    /**
+     * MLX peers possible (no token, and the member probe finds no all-jdist group: JDIST_MEMBER_PROBE=off, as when a
+     * member is an MLX process; MlxVariablesIT has the all-jdist case): no mesh, MLX's ring.
+     */
     @Test
     @Timeout(300)
-    void withoutATokenThereIsNoMesh() throws Exception {
-        run(3, "mlx", Map.of("JDIST_ALGO", "rd", "JDIST_TIMEOUT", "60"), "(no mesh, ring)");
+    void withMlxPeersPossibleThereIsNoMesh() throws Exception {
+        run(3, "mlx", Map.of("JDIST_ALGO", "rd", "JDIST_TIMEOUT", "60", "JDIST_MEMBER_PROBE", "off"), "(no mesh, ring)");
     }
 
     private void run(int n, String mode, Map<String, String> env, String expected) throws Exception {

@@ -119,6 +119,38 @@ class RingConfigTest {
         }
     }
 
+    /** Without a job token MLX peers may be among the ranks: set-up is as short as MLX's connect retries (30 s). */
+    @Test
+    void theSetUpDeadlineIsShortWithoutAJobTokenAndJdistTimeoutOverridesIt() throws Exception {
+        Path f = file("[[\"127.0.0.1:1000\"], [\"127.0.0.1:1001\"]]");
+        assertThat(RingSettings.fromEnvironment(true, env("0", f)).orElseThrow().timeout()).isEqualTo(Duration.ofSeconds(30));
+        Map<String, String> tokened = new HashMap<>(env("0", f));
+        tokened.put("JDIST_JOB_TOKEN", "t");
+        assertThat(RingSettings.fromEnvironment(true, tokened).orElseThrow().timeout()).isEqualTo(Duration.ofSeconds(120));
+        Map<String, String> set = new HashMap<>(env("0", f));
+        set.put("JDIST_TIMEOUT", "7");
+        assertThat(RingSettings.fromEnvironment(true, set).orElseThrow().timeout()).isEqualTo(Duration.ofSeconds(7));
+    }
+
+    /** A ring from Distributed.newGroup (no probe, no MLX-peer deadline) keeps one deadline for set-up and progress: 120 s. */
+    @Test
+    void newGroupRingsWithoutATokenKeepTheirDeadline() throws Exception {
+        Path f = RingTestSupport.hostfile(dir, 2, 1);
+        var pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            var g0 = pool.submit(() -> dev.jdist.Distributed.newGroup("ring", env("0", f)));
+            var g1 = pool.submit(() -> dev.jdist.Distributed.newGroup("ring", env("1", f)));
+            try (dev.jdist.Group a = g0.get(60, java.util.concurrent.TimeUnit.SECONDS);
+                 dev.jdist.Group b = g1.get(60, java.util.concurrent.TimeUnit.SECONDS)) {
+                for (dev.jdist.Group g : List.of(a, b)) {
+                    assertThat(((RingGroup) dev.jdist.TestGroups.impl(g)).progressDeadline()).isEqualTo(Duration.ofSeconds(120));
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     @Test
     void spinParsing() {
         assertThat(RingSettings.parseSpin(null)).isEqualTo(RingSettings.DEFAULT_SPIN_MICROS);

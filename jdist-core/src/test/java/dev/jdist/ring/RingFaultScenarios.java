@@ -18,9 +18,11 @@ final class RingFaultScenarios {
 
     private RingFaultScenarios() {}
 
+    /** The ring's own failure detection, as with MLX peers possible: no member probe, so no watch (LivenessIT has that). */
     private static Map<String, String> env(String timeoutSeconds, Map<String, String> extraEnv) {
         Map<String, String> env = new HashMap<>(extraEnv);
         env.put("JDIST_TIMEOUT", timeoutSeconds);
+        env.put(MemberProbe.VARIABLE, "off");
         return env;
     }
 

@@ -55,7 +55,8 @@ class ShmMultiProcessIT {
 
     private void check(int n, int k, String bufferKib) throws Exception {
         Path hf = RingTestSupport.hostfile(dir, n, k);
-        Map<String, String> env = new HashMap<>(Map.of("JDIST_TIMEOUT", "60", "JDIST_TRANSPORT", "shm"));
+        // MLX's ring and rules (RingCheckProgram expects them): no member probe
+        Map<String, String> env = new HashMap<>(Map.of("JDIST_TIMEOUT", "60", "JDIST_TRANSPORT", "shm", MemberProbe.VARIABLE, "off"));
         if (bufferKib != null) env.put("JDIST_SHM_BUFFER_KIB", bufferKib);   // arrays many times the buffer
         try (RankProcesses ranks = new RankProcesses()) {
             for (int r = 0; r < n; r++) ranks.start(dir, r, hf, RingCheckProgram.class, env);
