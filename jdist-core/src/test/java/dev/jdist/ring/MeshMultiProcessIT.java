@@ -23,10 +23,19 @@ class MeshMultiProcessIT {
     Path dir;
 
     @ParameterizedTest(name = "{0} ranks")
-    @ValueSource(ints = {2, 3, 5})
+    @ValueSource(ints = {3})
     @Timeout(600)
     void jobTokenGroupsChooseTheirAlgorithmsAndAgreeBitForBit(int n) throws Exception {
         run(n, "jdist", Map.of("JDIST_JOB_TOKEN", "mesh-it", "JDIST_TIMEOUT", "120"), "(mesh, ");
+    }
+
+    /** The rest of the sweep: 2 and 5 ranks (CONTRIBUTING.md, "Build and test"). */
+    @LongTest
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 5})
+    @Timeout(600)
+    void jobTokenGroupsChooseTheirAlgorithmsAndAgreeBitForBitRestOfTheSweep(int n) throws Exception {
+        jobTokenGroupsChooseTheirAlgorithmsAndAgreeBitForBit(n);
     }
 
     /** The same with 8 JVMs (a power of two, every algorithm's full exchange): a minute of both cores, so in the long tier. */
