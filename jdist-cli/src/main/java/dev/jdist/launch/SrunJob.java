@@ -48,6 +48,7 @@ public final class SrunJob {
     private volatile boolean stopping;
     private Failure firstFailure;
     private int ended;
+    private volatile boolean endedByLauncher;
 
     private record Failure(int rank, String node, int status) {
     }
@@ -69,6 +70,11 @@ public final class SrunJob {
     public void emergencyStop() {
         Process p = srun;
         if (p != null && p.isAlive()) p.destroy();
+    }
+
+    /** After {@link #run}: whether the launcher ended the step (a signal or {@code --timeout}). */
+    public boolean endedByLauncher() {
+        return endedByLauncher;
     }
 
     /** Runs the step to its end and returns the launcher's exit status. */
@@ -113,6 +119,7 @@ public final class SrunJob {
         e.join(DRAIN_MILLIS);
         int code = p.exitValue();
         if (signalStatus != null || timedOut) {
+            endedByLauncher = true;
             // srun does not always report the tasks it cancelled: every rank not reported was ended by the launcher
             synchronized (this) {
                 if (plan.rankCount() != null) {
