@@ -103,8 +103,7 @@ public class DataParallel {
         for (int it = first; it < ITERATIONS; it++) {
             if (fault.length == 3 && Integer.parseInt(fault[0]) == rank && Integer.parseInt(fault[1]) == it
                     && Distributed.restartNumber() == 0) {
-                line(System.out, "rank %d: SIG%s to myself before step %d (DP_FAULT) at %d ms", rank, fault[2], it,
-                        System.currentTimeMillis());
+                line(System.out, "rank %d: SIG%s to myself before step %d (DP_FAULT)", rank, fault[2], it);
                 new ProcessBuilder("kill", "-" + fault[2], Long.toString(ProcessHandle.current().pid())).start().waitFor();
             }
             // forward, then the backward pass by hand for loss = 0.5·mean((p − y)²)
