@@ -248,14 +248,26 @@ public final class Launcher {
             return true;
         }
 
-        /** The host list of the next start: each rank of an excluded host takes, in turn, an entry of a host that is left. */
+        /**
+         * The host list of the next start: the ranks of excluded hosts take, in turn, the entries of the hosts left,
+         * one host after the other (a1, c1, a2, c2, ...), so that they spread over those hosts.
+         */
         List<HostEntry> hostsFor(List<HostEntry> hosts) {
             if (excluded.isEmpty()) return hosts;
-            List<HostEntry> kept = hosts.stream().filter(h -> !excluded.contains(h.ssh())).toList();
-            List<HostEntry> next = new ArrayList<>();
-            int i = 0;
+            Map<String, List<HostEntry>> byHost = new java.util.LinkedHashMap<>();
             for (HostEntry h : hosts) {
-                next.add(excluded.contains(h.ssh()) ? kept.get(i++ % kept.size()) : h);
+                if (!excluded.contains(h.ssh())) byHost.computeIfAbsent(h.ssh(), k -> new ArrayList<>()).add(h);
+            }
+            List<HostEntry> order = new ArrayList<>();
+            for (int i = 0; order.size() < byHost.values().stream().mapToInt(List::size).sum(); i++) {
+                for (List<HostEntry> entries : byHost.values()) {
+                    if (i < entries.size()) order.add(entries.get(i));
+                }
+            }
+            List<HostEntry> next = new ArrayList<>();
+            int moved = 0;
+            for (HostEntry h : hosts) {
+                next.add(excluded.contains(h.ssh()) ? order.get(moved++ % order.size()) : h);
             }
             return next;
         }
