@@ -6,7 +6,9 @@
 # (past it: a hang); afterwards every process of the trial still alive (found by a marker on its command line) is a
 # leftover, counted and ended by its pid. Time lost per failure = from the fault to the moment the restarted ranks have
 # agreed on a checkpoint and loaded it (detection + stopping every rank + new start + reload), read from the
-# timestamps of the output lines; the steps done again since that checkpoint are counted apart.
+# timestamps of the output lines; the steps done again since that checkpoint are counted apart. Detection = from the
+# fault to the supervisor's first report of a failed rank (jdist: "[WARN] Node with rank R exited with code C";
+# torchrun's agent: "failed (exitcode ..." or its first "closing signal SIGTERM").
 # With --torch, the same trials under torchrun (Debian's python3-torch: `python3 -m torch.distributed.run
 # --max-restarts 1`, bench/chaos/restart_torch.py: the same model, Gloo, torch.save every 20 steps).
 # Writes OUT/restart.csv (one row per trial, the baseline runs' rows first) and prints a summary.
@@ -105,7 +107,7 @@ measure() {
   COMPLETED=0; [ "$EXIT" = 0 ] && [ "$IDENTICAL" = 1 ] && COMPLETED=1
   RESUMED=$(sed -n 's/.*rank 0: restart 1, starting at step \([0-9]*\).*/\1/p' "$log" | head -1)
   tf=$(first_time "$log" "to myself before step")
-  td=$(first_time "$log" "\[WARN\] restart 1 of at most")
+  td=$(first_time "$log" "\[WARN\] Node with rank [0-9]+ exited with code")
   tr=$(first_time "$log" "rank [0-3]: restart 1, starting at step")
   DETECT=$(sub "$td" "$tf"); LOST=$(sub "$tr" "$tf")
   REDO=""; [ -n "$RESUMED" ] && REDO=$((step - RESUMED))
@@ -168,7 +170,7 @@ r.main()' --nnodes 1 --nproc_per_node 4 \
     COMPLETED=0; [ "$EXIT" = 0 ] && [ "$IDENTICAL" = 1 ] && COMPLETED=1
     RESUMED=$(sed -n 's/.*rank 0: restart 1, starting at step \([0-9]*\).*/\1/p' "$log" | head -1)
     tf=$(first_time "$log" "to myself before step")
-    td=$(first_time "$log" "closing signal SIGTERM|Restarting worker group")
+    td=$(first_time "$log" "closing signal SIGTERM|failed \(exitcode")
     tr=$(first_time "$log" "rank [0-3]: restart 1, starting at step")
     DETECT=$(sub "$td" "$tf"); LOST=$(sub "$tr" "$tf")
     REDO=""; [ -n "$RESUMED" ] && REDO=$((step - RESUMED))
