@@ -62,6 +62,7 @@ public final class JobSupervisor {
     private final String sshPath;
     private final InputStream stdin;
     private final Double timeoutSeconds;
+    private long jobDeadline = Long.MAX_VALUE;
     private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
     private final List<RankProcess> ranks = new ArrayList<>();
     private final List<Thread> terminators = new ArrayList<>();
@@ -75,6 +76,15 @@ public final class JobSupervisor {
         this.sshPath = sshPath;
         this.stdin = stdin;
         this.timeoutSeconds = timeoutSeconds;
+    }
+
+    /**
+     * Ends the job at {@code nanos} ({@link System#nanoTime()}) instead of {@code timeoutSeconds} after it starts: the
+     * deadline of {@code --timeout} over all starts of a job that restarts (docs/reference/launcher.md §8.7).
+     */
+    public JobSupervisor deadline(long nanos) {
+        this.jobDeadline = nanos;
+        return this;
     }
 
     /** Called from a signal handler: SIGINT 2, SIGTERM 15, SIGHUP 1. */
@@ -114,7 +124,7 @@ public final class JobSupervisor {
         startStdinBroadcast();
 
         long deadline = timeoutSeconds == null ? Long.MAX_VALUE
-                : System.nanoTime() + (long) (timeoutSeconds * 1e9);
+                : jobDeadline != Long.MAX_VALUE ? jobDeadline : System.nanoTime() + (long) (timeoutSeconds * 1e9);
         int running = ranks.size();
         RankProcess firstFailure = null;
         int firstFailureCode = 0;

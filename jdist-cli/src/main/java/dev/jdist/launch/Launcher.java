@@ -107,6 +107,10 @@ public final class Launcher {
         List<HostEntry> jobHosts = hosts.hosts();
         long jobDeadline = p.timeoutSeconds() == null ? Long.MAX_VALUE : System.nanoTime() + (long) (p.timeoutSeconds() * 1e9);
         for (int round = 0; ; round++) {
+            if (round > 0 && System.nanoTime() - jobDeadline >= 0) {
+                log.error("job ran longer than --timeout " + o.timeout.trim() + " s; no restart " + round);
+                return JobSupervisor.TIMEOUT_STATUS;
+            }
             String token = o.mlxCompatible ? null : newJobToken(); // a new token each start: ranks of an earlier start cannot join
             JobFlightRecords records = JobFlightRecords.forNewJob(env);
             List<String> rankEnv = new ArrayList<>(o.ranks.env);
@@ -116,20 +120,19 @@ public final class Launcher {
             EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, jobHosts, hosts.envs(), rankEnv,
                     term.columns(), term.lines(), o.verbose, p.repeat(), p.connectionsPerIp(), p.startingPort(), p.ncclPort(), token,
                     records.dir().toString());
-            Double timeLeft = jobDeadline == Long.MAX_VALUE ? null : Math.max(0.001, (jobDeadline - System.nanoTime()) / 1e9);
             InputStream stdin = round == 0 ? in : InputStream.nullInputStream(); // the input went to the first start
 
             if (backend.equals("mpi")) {
                 return runMpi(inputs, records, o, p.timeoutSeconds(), argv, log);
             }
             if (placement.placement() == Placement.SRUN) {
-                Round r = runSrun(inputs, o, p, command, argv, log, stdin, timeLeft);
+                Round r = runSrun(inputs, o, p, command, argv, log, stdin, jobDeadline);
                 if (r.done() || !restarts.restartAfter(r, round, null)) {
                     return restarts.finish(r.status(), round);
                 }
                 continue;
             }
-            Round r = runRanks(inputs, records, o, p, placement, argv, log, stdin, timeLeft, round);
+            Round r = runRanks(inputs, records, o, p, placement, argv, log, stdin, jobDeadline, round);
             if (r.done() || !restarts.restartAfter(r, round, jobHosts)) {
                 return restarts.finish(r.status(), round);
             }
@@ -143,7 +146,7 @@ public final class Launcher {
 
     /** The ranks of one start, over the host list (ssh) or on this machine (local). */
     private Round runRanks(EnvironmentPlan.Inputs inputs, JobFlightRecords records, LaunchOptions o, LaunchArguments.Parsed p,
-                           Placement.Choice placement, List<String> argv, ConsoleLog log, InputStream stdin, Double timeLeft,
+                           Placement.Choice placement, List<String> argv, ConsoleLog log, InputStream stdin, long jobDeadline,
                            int round) throws InterruptedException {
         EnvironmentPlan.Result plan = EnvironmentPlan.plan(inputs);
         if (round == 0) {
@@ -170,7 +173,7 @@ public final class Launcher {
         }
         OutputSink sink = outputSink(o);
         String ssh = Executables.ssh();
-        JobSupervisor supervisor = new JobSupervisor(log, sink, ssh, stdin, timeLeft);
+        JobSupervisor supervisor = new JobSupervisor(log, sink, ssh, stdin, p.timeoutSeconds()).deadline(jobDeadline);
         if (handleSignals) {
             current.set(new Current(supervisor::signal, supervisor::emergencyStop));
             installSignalsOnce();
@@ -341,7 +344,7 @@ public final class Launcher {
 
     /** {@code --launcher srun}: one job step, planned ({@link SrunPlan}) then run ({@link SrunJob}). */
     private Round runSrun(EnvironmentPlan.Inputs inputs, LaunchOptions o, LaunchArguments.Parsed p, List<String> command,
-                          List<String> argv, ConsoleLog log, InputStream stdin, Double timeLeft) throws InterruptedException {
+                          List<String> argv, ConsoleLog log, InputStream stdin, long jobDeadline) throws InterruptedException {
         Path srun = Executables.onPath("srun").orElseThrow(() -> CliFailure.of(1,
                 "srun not found on PATH (" + env.get("PATH") + "); install Slurm's client commands or put them on PATH"));
         String pinned = env.get("JDIST_LAUNCH_BACKEND");
@@ -377,7 +380,7 @@ public final class Launcher {
             out.flush();
             return new Round(0, true, null);
         }
-        SrunJob job = new SrunJob(log, outputSink(o), out, stdin, timeLeft);
+        SrunJob job = new SrunJob(log, outputSink(o), out, stdin, p.timeoutSeconds()).deadline(jobDeadline);
         if (handleSignals) {
             current.set(new Current(job::signal, job::emergencyStop));
             installSignalsOnce();

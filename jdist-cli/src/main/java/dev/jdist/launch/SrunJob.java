@@ -42,6 +42,7 @@ public final class SrunJob {
     private final PrintStream out;
     private final InputStream stdin;
     private final Double timeoutSeconds;
+    private long jobDeadline = Long.MAX_VALUE;
     private final BlockingQueue<Integer> signals = new LinkedBlockingQueue<>();
     private final Set<Integer> reported = new HashSet<>();
     private volatile Process srun;
@@ -59,6 +60,15 @@ public final class SrunJob {
         this.out = out;
         this.stdin = stdin;
         this.timeoutSeconds = timeoutSeconds;
+    }
+
+    /**
+     * Ends the job at {@code nanos} ({@link System#nanoTime()}) instead of {@code timeoutSeconds} after it starts: the
+     * deadline of {@code --timeout} over all starts of a job that restarts (docs/reference/launcher.md §8.7).
+     */
+    public SrunJob deadline(long nanos) {
+        this.jobDeadline = nanos;
+        return this;
     }
 
     /** Called from a signal handler: SIGINT 2, SIGTERM 15, SIGHUP 1. */
@@ -94,7 +104,8 @@ public final class SrunJob {
         Thread e = reader(p.getErrorStream(), true);
         feedStdin(p.getOutputStream());
 
-        long deadline = timeoutSeconds == null ? Long.MAX_VALUE : System.nanoTime() + (long) (timeoutSeconds * 1e9);
+        long deadline = timeoutSeconds == null ? Long.MAX_VALUE
+                : jobDeadline != Long.MAX_VALUE ? jobDeadline : System.nanoTime() + (long) (timeoutSeconds * 1e9);
         Integer signalStatus = null;
         boolean timedOut = false;
         long stopDeadline = Long.MAX_VALUE;

@@ -106,7 +106,7 @@ class RestartLaunchIT {
 
         CommandResult r = JdistCli.launch(T, RING, null, null, "-n", "2", "--max-restarts", "2", "--", "sh", "-c", script);
         assertThat(r.exitCode()).as(r.toString()).isEqualTo(3);
-        assertThat(r.stdout()).contains("rank 1 start 0", "rank 1 start 1", "rank 1 start 2", "rank 0 start 2").doesNotContain("start 3");
+        assertThat(r.stdout()).contains("rank 1 start 0", "rank 1 start 1", "rank 1 start 2").doesNotContain("start 3"); // rank 0 may be ended before it prints
         List<String> err = JdistCli.lines(r.stderr());
         assertThat(err).anyMatch(l -> l.contains("[WARN] restart 1 of at most 2: rank 1 on 127.0.0.1 exited with code 3"))
                 .anyMatch(l -> l.contains("[WARN] restart 2 of at most 2: rank 1 on 127.0.0.1 exited with code 3"));
