@@ -128,13 +128,13 @@ public final class Launcher {
             if (placement.placement() == Placement.SRUN) {
                 Round r = runSrun(inputs, o, p, command, argv, log, stdin, jobDeadline);
                 if (r.done() || !restarts.restartAfter(r, round, null)) {
-                    return restarts.finish(r.status(), round);
+                    return restarts.finish(r.status(), round, r.done());
                 }
                 continue;
             }
             Round r = runRanks(inputs, records, o, p, placement, argv, log, stdin, jobDeadline, round);
             if (r.done() || !restarts.restartAfter(r, round, jobHosts)) {
-                return restarts.finish(r.status(), round);
+                return restarts.finish(r.status(), round, r.done());
             }
             jobHosts = restarts.hostsFor(jobHosts);
         }
@@ -275,11 +275,17 @@ public final class Launcher {
             return next;
         }
 
-        /** The launcher's status after the last start, with the line that counts the restarts when some were used. */
-        int finish(int status, int round) {
+        /**
+         * The launcher's status after the last start, with the line that counts the restarts when some were used
+         * ({@code ended}: the last start ended without a failure to restart after, e.g. a signal; otherwise
+         * {@link #restartAfter} has said why there is no restart).
+         */
+        int finish(int status, int round, boolean ended) {
+            String restarts = round + " restart" + (round == 1 ? "" : "s") + " (--max-restarts " + max + "); " + String.join("; ", why);
             if (status == 0 && round > 0) {
-                log.warn("job completed after " + round + " restart" + (round == 1 ? "" : "s") + " (--max-restarts " + max + "); "
-                        + String.join("; ", why));
+                log.warn("job completed after " + restarts);
+            } else if (ended && round > 0) {
+                log.error("job ended with status " + status + " after " + restarts);
             }
             return status;
         }

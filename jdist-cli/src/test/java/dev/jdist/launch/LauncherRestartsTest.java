@@ -49,7 +49,7 @@ class LauncherRestartsTest {
         assertThat(r.restartAfter(failedOn(a, 0, 4), 1, List.of(a))).isFalse();
         assertThat(err()).contains("[ERROR] job failed after 1 restart, all that --max-restarts 1 allows; "
                 + "start 0: rank 0 on a exited with code 3; start 1: rank 0 on a exited with code 4");
-        assertThat(r.finish(4, 1)).isEqualTo(4);
+        assertThat(r.finish(4, 1, false)).isEqualTo(4);
     }
 
     @Test
@@ -58,7 +58,7 @@ class LauncherRestartsTest {
         Launcher.Restarts r = new Launcher.Restarts(0, null, log);
         assertThat(r.enabled()).isFalse();
         assertThat(r.restartAfter(failedOn(a, 0, 3), 0, List.of(a))).isFalse();
-        assertThat(r.finish(3, 0)).isEqualTo(3);
+        assertThat(r.finish(3, 0, false)).isEqualTo(3);
         assertThat(err()).isEmpty();
     }
 
@@ -67,7 +67,16 @@ class LauncherRestartsTest {
         HostEntry a = host("a", "10.0.0.1");
         Launcher.Restarts r = new Launcher.Restarts(3, null, log);
         r.restartAfter(failedOn(a, 1, 143), 0, List.of(a, a));
-        assertThat(r.finish(0, 1)).isZero();
+        assertThat(r.finish(0, 1, true)).isZero();
         assertThat(err()).contains("[WARN] job completed after 1 restart (--max-restarts 3); start 0: rank 1 on a exited with code 143 (SIGTERM)");
+    }
+
+    @Test
+    void aStartEndedByTheLauncherAfterRestartsSaysHowManyThereWere() {
+        HostEntry a = host("a", "10.0.0.1");
+        Launcher.Restarts r = new Launcher.Restarts(3, null, log);
+        r.restartAfter(failedOn(a, 0, 1), 0, List.of(a));
+        assertThat(r.finish(130, 1, true)).isEqualTo(130);
+        assertThat(err()).contains("[ERROR] job ended with status 130 after 1 restart (--max-restarts 3); start 0: rank 0 on a exited with code 1");
     }
 }
