@@ -396,7 +396,7 @@ public final class Launcher {
         }
         int status = job.run(plan);
         boolean done = status == 0 || status == 127 || job.endedByLauncher() || signalled != 0;
-        return new Round(status, done, null);
+        return new Round(status, done, job.failure().orElse(null));
     }
 
     private void printDryRun(EnvironmentPlan.Result plan, Placement placement, List<String> argv, String cwd, boolean cwdGiven,

@@ -9,6 +9,7 @@ import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
@@ -80,6 +81,12 @@ public final class SrunJob {
     public void emergencyStop() {
         Process p = srun;
         if (p != null && p.isAlive()) p.destroy();
+    }
+
+    /** After {@link #run}: the task Slurm reported failed first, when that is how the step ended (its node as the host). */
+    public synchronized java.util.Optional<JobSupervisor.Failure> failure() {
+        return endedByLauncher || firstFailure == null ? java.util.Optional.empty() : java.util.Optional.of(new JobSupervisor.Failure(
+                firstFailure.rank(), new dev.jdist.hosts.HostEntry(firstFailure.node(), List.of()), firstFailure.status()));
     }
 
     /** After {@link #run}: whether the launcher ended the step (a signal or {@code --timeout}). */
