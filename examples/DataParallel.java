@@ -1,13 +1,18 @@
 import dev.jdist.Array;
 import dev.jdist.Distributed;
 import dev.jdist.Group;
+import dev.jdist.checkpoint.Checkpointer;
+import dev.jdist.checkpoint.Checkpoints;
+import dev.jdist.checkpoint.TrainingState;
 import dev.jdist.nn.Activations;
 import dev.jdist.nn.Gradients;
 import dev.jdist.nn.Linear;
 import dev.jdist.nn.Sgd;
 
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Random;
 import java.util.zip.CRC32;
 
@@ -18,6 +23,14 @@ import java.util.zip.CRC32;
  * rank ends with bit-identical weights, which the program checks.
  *
  *     jdist launch -n 4 examples/DataParallel.java
+ *
+ * With {@code DP_CHECKPOINTS=DIR} every rank saves the training state in DIR/rank-R every {@code DP_SAVE_EVERY}
+ * steps (default 20), and a job that {@code jdist launch --max-restarts K} starts again resumes from the last step all
+ * ranks saved; the final weights equal those of a run without failure, bit for bit (docs/training.md, "Surviving a
+ * lost rank"). {@code DP_FAULT=RANK:STEP:KILL|STOP} is a drill: on the first start only, that rank sends itself
+ * SIGKILL or SIGSTOP before that step (the chaos script bench/chaos/restart.sh uses it).
+ *
+ *     DP_CHECKPOINTS=/tmp/dp jdist launch -n 4 --max-restarts 2 examples/DataParallel.java
  */
 public class DataParallel {
     static final int EXAMPLES = 960;    // divides by 1, 2, 3, 4, 5, 6, 8
@@ -26,7 +39,7 @@ public class DataParallel {
     static final int ITERATIONS = 200;
     static final float LEARNING_RATE = 0.05f;
 
-    public static void main(String[] args) {
+    public static void main(String[] args) throws Exception {
         Group world = Distributed.init();
         int n = world.size();
         int rank = world.rank();
@@ -64,9 +77,35 @@ public class DataParallel {
         parameters.addAll(output.parameters());
         Sgd sgd = new Sgd(LEARNING_RATE);
 
+        // Resume: the ranks agree on the newest step they all saved and load it (every rank has the same state).
+        String checkpoints = System.getenv("DP_CHECKPOINTS");
+        Checkpointer saves = checkpoints == null || checkpoints.isEmpty() ? null
+                : Checkpointer.forRank(Path.of(checkpoints), rank, 2);
+        int saveEvery = Integer.parseInt(System.getenv().getOrDefault("DP_SAVE_EVERY", "20"));
+        int first = 0;
+        if (saves != null) {
+            Optional<TrainingState> resumed = Checkpoints.resume(world, saves);
+            if (resumed.isPresent()) {
+                TrainingState state = resumed.get();
+                for (int i = 0; i < parameters.size(); i++) {
+                    float[] v = state.floatArray("p" + i);
+                    java.lang.foreign.MemorySegment.copy(v, 0, parameters.get(i).segment(),
+                            java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), 0, v.length);
+                }
+                first = (int) state.step();
+            }
+            line(System.out, "rank %d: restart %d, starting at step %d", rank, Distributed.restartNumber(), first);
+        }
+        String[] fault = System.getenv().getOrDefault("DP_FAULT", "").split(":");
+
         double initialLoss = globalLoss(world, localLoss(hidden, output, xs, yLocal));
         long start = System.nanoTime();
-        for (int it = 0; it < ITERATIONS; it++) {
+        for (int it = first; it < ITERATIONS; it++) {
+            if (fault.length == 3 && Integer.parseInt(fault[0]) == rank && Integer.parseInt(fault[1]) == it
+                    && Distributed.restartNumber() == 0) {
+                line(System.out, "rank %d: SIG%s to myself before step %d (DP_FAULT)", rank, fault[2], it);
+                new ProcessBuilder("kill", "-" + fault[2], Long.toString(ProcessHandle.current().pid())).start().waitFor();
+            }
             // forward, then the backward pass by hand for loss = 0.5·mean((p − y)²)
             Array h = hidden.forward(xs);
             Array a = Activations.relu(h);
@@ -79,6 +118,11 @@ public class DataParallel {
             grads.addAll(gOut.parameters());
             // one all_sum for all four gradients (they fit in one 32 MiB group), divided by n
             sgd.update(parameters, Gradients.average(grads, world));
+            if (saves != null && Checkpointer.due(it + 1, saveEvery)) {
+                TrainingState.Builder state = TrainingState.at(it + 1).meta("data seed", 42).meta("init seed", 0);
+                for (int i = 0; i < parameters.size(); i++) state.put("p" + i, parameters.get(i).toFloatArray());
+                saves.save(state.build());
+            }
         }
         double seconds = (System.nanoTime() - start) / 1e9;
 
@@ -96,7 +140,7 @@ public class DataParallel {
         line(System.out, "rank %d of %d: weights crc32=%08x", rank, n, crc.getValue());
         if (rank == 0) {
             line(System.out, "loss %.8f after %d iterations (initial %.8f); %d ranks x %d examples; %.1f it/s",
-                    finalLoss, ITERATIONS, initialLoss, n, rows, ITERATIONS / seconds);
+                    finalLoss, ITERATIONS, initialLoss, n, rows, (ITERATIONS - first) / seconds);
         }
         if (!identical) {
             line(System.err, "rank %d: weights differ from another rank's after training", rank);

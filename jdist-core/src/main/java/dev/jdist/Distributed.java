@@ -39,11 +39,35 @@ public final class Distributed {
     static final List<String> VALID_NAMES = List.of("any", "ring", "jaccl", "mpi", "nccl");
     /** The backend {@code init()} (backend {@code "any"}) uses instead of trying them in order. */
     public static final String BACKEND_VARIABLE = "JDIST_BACKEND";
+    /** How many times {@code jdist launch --max-restarts} has started this job again: 0 on the first start. */
+    public static final String RESTART_VARIABLE = "JDIST_RESTART";
 
     private static final Map<String, Group> CACHE = new HashMap<>();
     private static Map<String, Backend> backends;      // null until first use; guarded by the class lock
 
     private Distributed() {}
+
+    /**
+     * The restart number of this job ({@code JDIST_RESTART}, set by {@code jdist launch --max-restarts}): 0 on the
+     * first start and when the variable is unset, 1 after the first restart, and so on.
+     */
+    public static int restartNumber() {
+        return restartNumber(System.getenv());
+    }
+
+    /** {@link #restartNumber()} as {@code env} says it. */
+    public static int restartNumber(Map<String, String> env) {
+        String v = env.get(RESTART_VARIABLE);
+        if (v == null || v.isBlank()) return 0;
+        try {
+            int n = Integer.parseInt(v.strip());
+            if (n >= 0) return n;
+        } catch (NumberFormatException ignored) {
+            // reported below
+        }
+        throw new ConfigException(RESTART_VARIABLE + "='" + v + "' is not a restart number (0 or more); jdist launch sets it, "
+                + "unset it when starting ranks another way");
+    }
 
     /** {@code init(false, "any")}: a real group if any backend is configured, otherwise the 1-rank group. */
     public static Group init() { return init(false, "any"); }

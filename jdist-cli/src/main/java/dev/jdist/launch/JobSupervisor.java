@@ -40,15 +40,35 @@ public final class JobSupervisor {
     public record RankStart(int rank, HostEntry host, String boot, List<String> unsetEnv) {
     }
 
+    /** The first rank that failed on its own (not ended by the launcher): its rank, host and exit status. */
+    public record Failure(int rank, HostEntry host, int code) {
+        /** "rank R on HOST exited with code C", with the signal's name for 128 + SIGKILL/SIGTERM/... */
+        public String describe() {
+            String sig = switch (code) {
+                case 129 -> " (SIGHUP)";
+                case 130 -> " (SIGINT)";
+                case 134 -> " (SIGABRT)";
+                case 137 -> " (SIGKILL)";
+                case 139 -> " (SIGSEGV)";
+                case 143 -> " (SIGTERM)";
+                default -> "";
+            };
+            return "rank " + rank + " on " + host.ssh() + " exited with code " + code + sig;
+        }
+    }
+
     private final ConsoleLog log;
     private final OutputSink sink;
     private final String sshPath;
     private final InputStream stdin;
     private final Double timeoutSeconds;
+    private long jobDeadline = Long.MAX_VALUE;
     private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
     private final List<RankProcess> ranks = new ArrayList<>();
     private final List<Thread> terminators = new ArrayList<>();
     private volatile boolean stopping;
+    private Failure failure;
+    private boolean endedByLauncher;
 
     public JobSupervisor(ConsoleLog log, OutputSink sink, String sshPath, InputStream stdin, Double timeoutSeconds) {
         this.log = log;
@@ -56,6 +76,15 @@ public final class JobSupervisor {
         this.sshPath = sshPath;
         this.stdin = stdin;
         this.timeoutSeconds = timeoutSeconds;
+    }
+
+    /**
+     * Ends the job at {@code nanos} ({@link System#nanoTime()}) instead of {@code timeoutSeconds} after it starts: the
+     * deadline of {@code --timeout} over all starts of a job that restarts (docs/reference/launcher.md §8.7).
+     */
+    public JobSupervisor deadline(long nanos) {
+        this.jobDeadline = nanos;
+        return this;
     }
 
     /** Called from a signal handler: SIGINT 2, SIGTERM 15, SIGHUP 1. */
@@ -84,6 +113,7 @@ public final class JobSupervisor {
                         + (s.host().isLocal() ? "" : "; is ssh installed and on PATH?"));
                 terminateAll(RankProcess.GRACE_MILLIS);
                 awaitTerminators();
+                endedByLauncher = true;
                 return 127;
             }
             synchronized (ranks) {
@@ -94,7 +124,7 @@ public final class JobSupervisor {
         startStdinBroadcast();
 
         long deadline = timeoutSeconds == null ? Long.MAX_VALUE
-                : System.nanoTime() + (long) (timeoutSeconds * 1e9);
+                : jobDeadline != Long.MAX_VALUE ? jobDeadline : System.nanoTime() + (long) (timeoutSeconds * 1e9);
         int running = ranks.size();
         RankProcess firstFailure = null;
         int firstFailureCode = 0;
@@ -154,6 +184,7 @@ public final class JobSupervisor {
             }
         }
         awaitTerminators();
+        endedByLauncher = signalStatus != null || timedOut;
         if (signalStatus != null) {
             return signalStatus;
         }
@@ -161,12 +192,23 @@ public final class JobSupervisor {
             return TIMEOUT_STATUS;
         }
         if (firstFailure != null) {
+            failure = new Failure(firstFailure.rank(), firstFailure.host(), firstFailureCode);
             long killed = ranks.stream().filter(RankProcess::terminatedByLauncher).count();
             log.error("job failed: rank " + firstFailure.rank() + " on " + firstFailure.host().ssh() + " exited with code "
                     + firstFailureCode + (killed > 0 ? " (the launcher then ended " + killed + " other rank" + (killed == 1 ? "" : "s") + ")" : ""));
             return firstFailureCode;
         }
         return 0;
+    }
+
+    /** After {@link #run}: the rank that failed first on its own, when that is how the job ended. */
+    public java.util.Optional<Failure> failure() {
+        return java.util.Optional.ofNullable(failure);
+    }
+
+    /** After {@link #run}: whether the launcher ended the job (a signal, {@code --timeout}, a rank it could not start). */
+    public boolean endedByLauncher() {
+        return endedByLauncher;
     }
 
     /** After {@link #run}: how each rank's process ended, by rank (for the flight-record analysis). */

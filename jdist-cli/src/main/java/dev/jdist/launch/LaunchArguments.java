@@ -25,7 +25,7 @@ public final class LaunchArguments {
     public static final String USAGE = "usage: jdist launch [-h] [--hosts HOSTS] [-n N] [--hostfile FILE] [--backend NAME] "
             + "[--launcher auto|ssh|srun|local] [--env NAME=VALUE] [--mpi-arg ARGS] [--connections-per-ip C] [-p PORT] [--nccl-port PORT] [--cwd DIR] "
             + "[--verbose] [--python PATH] [--print-python] [--java PATH] [--print-java] [--class-path CP] [--java-opt OPT] "
-            + "[--tag-output] [--timestamp-output] [--output-dir DIR] [--timeout SECONDS] [--dry-run] [--mlx-compatible] "
+            + "[--tag-output] [--timestamp-output] [--output-dir DIR] [--timeout SECONDS] [--max-restarts K] [--max-failures-per-host M] [--dry-run] [--mlx-compatible] "
             + "[--] COMMAND [ARGS...]";
 
     private static final String NEVER = "\u0000jdist-no-end-of-options\u0000";
@@ -36,7 +36,7 @@ public final class LaunchArguments {
      */
     public record Parsed(LaunchOptions options, List<String> command, boolean help,
                          int repeat, int connectionsPerIp, int startingPort, int ncclPort, Double timeoutSeconds,
-                         Set<String> given) {
+                         Set<String> given, int maxRestarts, Integer maxFailuresPerHost) {
         public Parsed {
             given = Set.copyOf(given);
         }
@@ -179,7 +179,7 @@ public final class LaunchArguments {
             command.addAll(tail);
         }
         if (help) {
-            return new Parsed(options, command, true, 1, 1, 32323, 12345, null, given);
+            return new Parsed(options, command, true, 1, 1, 32323, 12345, null, given, 0, null);
         }
         int repeat = options.target.repeat();
         int cpi = options.target.connectionsPerIp();
@@ -196,7 +196,21 @@ public final class LaunchArguments {
                 throw CliFailure.usage("argument --timeout: invalid positive number of seconds: '" + options.timeout + "'");
             }
         }
-        return new Parsed(options, command, false, repeat, cpi, port, ncclPort, timeout, given);
+        int maxRestarts = options.maxRestarts == null ? 0 : OptionValues.integer("--max-restarts", options.maxRestarts);
+        if (maxRestarts < 0) {
+            throw CliFailure.usage("argument --max-restarts: must be 0 or more (how many times the job may start again), got " + maxRestarts);
+        }
+        Integer perHost = null;
+        if (options.maxFailuresPerHost != null) {
+            perHost = OptionValues.integer("--max-failures-per-host", options.maxFailuresPerHost);
+            if (perHost < 1) {
+                throw CliFailure.usage("argument --max-failures-per-host: must be 1 or more (failures after which a host gets no ranks), got " + perHost);
+            }
+            if (maxRestarts == 0) {
+                throw CliFailure.usage("--max-failures-per-host " + perHost + " needs --max-restarts K (K >= 1): without restarts no host fails twice");
+            }
+        }
+        return new Parsed(options, command, false, repeat, cpi, port, ncclPort, timeout, given, maxRestarts, perHost);
     }
 
     private static boolean isFlag(OptionSpec o) {

@@ -89,6 +89,16 @@ public final class LaunchOptions {
     @Option(names = "--timeout", order = 210, paramLabel = "SECONDS", description = "End the job (exit 124) if it runs longer than this.")
     public String timeout;
 
+    @Option(names = "--max-restarts", order = 212, paramLabel = "K", description = {"When a rank fails, end every rank and "
+            + "start the whole job again, at most K times (default 0: the job ends). Each start is a new rendezvous round with a "
+            + "new job token; ranks read the restart number in JDIST_RESTART (0, 1, ...). Not with --backend mpi."})
+    public String maxRestarts;
+
+    @Option(names = "--max-failures-per-host", order = 214, paramLabel = "M", description = {"With --max-restarts: a host "
+            + "whose rank failed first M times gets no ranks in later starts (they move to the other hosts); with no host "
+            + "left the job ends. Not with --launcher srun."})
+    public String maxFailuresPerHost;
+
     @Option(names = "--dry-run", order = 230, description = "Print each rank's host, command and environment; start nothing.")
     public boolean dryRun;
 

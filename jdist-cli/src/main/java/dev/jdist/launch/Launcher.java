@@ -1,5 +1,6 @@
 package dev.jdist.launch;
 
+import dev.jdist.Distributed;
 import dev.jdist.console.CliFailure;
 import dev.jdist.console.ConsoleLog;
 import dev.jdist.hosts.HostEntry;
@@ -106,21 +107,57 @@ public final class Launcher {
             }
         }
         TerminalSize term = TerminalSize.detect(env);
-        String token = o.mlxCompatible ? null : newJobToken();
-        JobFlightRecords records = JobFlightRecords.forNewJob(env);
-        EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, hosts.hosts(), hosts.envs(), o.ranks.env,
-                term.columns(), term.lines(), o.verbose, p.repeat(), p.connectionsPerIp(), p.startingPort(), p.ncclPort(), token,
-                records.dir().toString());
+        checkRestartOptions(p, backend, placement.placement());
+        Restarts restarts = new Restarts(p.maxRestarts(), p.maxFailuresPerHost(), log);
+        List<HostEntry> jobHosts = hosts.hosts();
+        long jobDeadline = p.timeoutSeconds() == null ? Long.MAX_VALUE : System.nanoTime() + (long) (p.timeoutSeconds() * 1e9);
+        for (int round = 0; ; round++) {
+            if (round > 0 && System.nanoTime() - jobDeadline >= 0) {
+                log.error("job ran longer than --timeout " + o.timeout.trim() + " s; no restart " + round);
+                return JobSupervisor.TIMEOUT_STATUS;
+            }
+            String token = o.mlxCompatible ? null : newJobToken(); // a new token each start: ranks of an earlier start cannot join
+            JobFlightRecords records = JobFlightRecords.forNewJob(env);
+            List<String> rankEnv = new ArrayList<>(o.ranks.env);
+            if (restarts.enabled()) {
+                rankEnv.add(Distributed.RESTART_VARIABLE + "=" + round);
+            }
+            EnvironmentPlan.Inputs inputs = new EnvironmentPlan.Inputs(backend, jobHosts, hosts.envs(), rankEnv,
+                    term.columns(), term.lines(), o.verbose, p.repeat(), p.connectionsPerIp(), p.startingPort(), p.ncclPort(), token,
+                    records.dir().toString());
+            InputStream stdin = round == 0 ? in : InputStream.nullInputStream(); // the input went to the first start
 
-        if (backend.equals("mpi")) {
-            return runMpi(inputs, records, o, p.timeoutSeconds(), argv, log);
+            if (backend.equals("mpi")) {
+                return runMpi(inputs, records, o, p.timeoutSeconds(), argv, log);
+            }
+            if (placement.placement() == Placement.SRUN) {
+                Round r = runSrun(inputs, o, p, command, argv, log, stdin, jobDeadline);
+                if (r.done() || !restarts.restartAfter(r, round, null)) {
+                    return restarts.finish(r.status(), round, r.done());
+                }
+                continue;
+            }
+            Round r = runRanks(inputs, records, o, p, placement, argv, log, stdin, jobDeadline, round);
+            if (r.done() || !restarts.restartAfter(r, round, jobHosts)) {
+                return restarts.finish(r.status(), round, r.done());
+            }
+            jobHosts = restarts.hostsFor(jobHosts);
         }
-        if (placement.placement() == Placement.SRUN) {
-            return runSrun(inputs, o, p, command, argv, log);
-        }
+    }
+
+    /** How one start of the job ended: its status, and whether it may be started again (a rank failed on its own). */
+    record Round(int status, boolean done, JobSupervisor.Failure failure) {
+    }
+
+    /** The ranks of one start, over the host list (ssh) or on this machine (local). */
+    private Round runRanks(EnvironmentPlan.Inputs inputs, JobFlightRecords records, LaunchOptions o, LaunchArguments.Parsed p,
+                           Placement.Choice placement, List<String> argv, ConsoleLog log, InputStream stdin, long jobDeadline,
+                           int round) throws InterruptedException {
         EnvironmentPlan.Result plan = EnvironmentPlan.plan(inputs);
-        plan.warnings().forEach(log::warn);
-        log.info("Running " + ShellQuote.join(argv));
+        if (round == 0) {
+            plan.warnings().forEach(log::warn);
+            log.info("Running " + ShellQuote.join(argv));
+        }
 
         String cwd = o.cwd != null ? o.cwd : System.getProperty("user.dir");
         boolean bind = o.ranks.bindToCore();
@@ -137,14 +174,17 @@ public final class Launcher {
         }
         if (o.dryRun) {
             printDryRun(plan, placement.placement(), argv, cwd, o.cwd != null, cpuSlots);
-            return 0;
+            return new Round(0, true, null);
         }
         OutputSink sink = outputSink(o);
         String ssh = Executables.ssh();
-        JobSupervisor supervisor = new JobSupervisor(log, sink, ssh, in, p.timeoutSeconds());
+        JobSupervisor supervisor = new JobSupervisor(log, sink, ssh, stdin, p.timeoutSeconds()).deadline(jobDeadline);
         if (handleSignals) {
-            installSignals(supervisor::signal);
-            Runtime.getRuntime().addShutdownHook(new Thread(supervisor::emergencyStop, "jdist-launch-stop"));
+            current.set(new Current(supervisor::signal, supervisor::emergencyStop));
+            installSignalsOnce();
+        }
+        if (signalled != 0) {
+            return new Round(128 + signalled, true, null); // a signal between two starts: no new start
         }
         int status = supervisor.run(starts);
         var ends = supervisor.rankEnds();
@@ -154,7 +194,141 @@ public final class Launcher {
                         && ends.get(other.rank()).exitCode() == 255 && !ends.get(other.rank()).endedByLauncher()))
                 .map(JobSupervisor.RankStart::host).toList();
         records.afterJob(status == 0, remote, starts.size(), ends, ssh, log);
-        return status;
+        boolean done = status == 0 || supervisor.endedByLauncher() || signalled != 0 || supervisor.failure().isEmpty();
+        return new Round(status, done, supervisor.failure().orElse(null));
+    }
+
+    /**
+     * {@code --max-restarts} and {@code --max-failures-per-host}: what may be started again, on which hosts, and the
+     * lines that say how many starts were used and why (docs/launching.md, "Restarting a failed job").
+     */
+    static final class Restarts {
+        private final int max;
+        private final Integer maxPerHost;
+        private final ConsoleLog log;
+        private final List<String> why = new ArrayList<>();
+        private final Map<String, Integer> failuresByHost = new HashMap<>();
+        private final java.util.Set<String> excluded = new java.util.LinkedHashSet<>();
+
+        Restarts(int max, Integer maxPerHost, ConsoleLog log) {
+            this.max = max;
+            this.maxPerHost = maxPerHost;
+            this.log = log;
+        }
+
+        boolean enabled() {
+            return max > 0;
+        }
+
+        /**
+         * After start {@code round} failed with {@code r}: whether to start again (and says so), counting the failure
+         * against the host of the rank that failed first ({@code hosts} null: hosts are not tracked, srun).
+         */
+        boolean restartAfter(Round r, int round, List<HostEntry> hosts) {
+            String reason = r.failure() != null ? r.failure().describe() : "the job step failed with status " + r.status();
+            if (max == 0) {
+                return false;
+            }
+            why.add("start " + round + ": " + reason);
+            if (round >= max) {
+                log.error("job failed after " + round + " restart" + (round == 1 ? "" : "s") + ", all that --max-restarts " + max
+                        + " allows; " + String.join("; ", why));
+                return false;
+            }
+            if (maxPerHost != null && hosts != null && r.failure() != null) {
+                String host = r.failure().host().ssh();
+                int n = failuresByHost.merge(host, 1, Integer::sum);
+                if (n >= maxPerHost) {
+                    List<String> left = hosts.stream().map(HostEntry::ssh).filter(h -> !h.equals(host)).distinct().toList();
+                    if (left.isEmpty()) {
+                        log.error("host " + host + " failed " + n + " time" + (n == 1 ? "" : "s") + " (--max-failures-per-host "
+                                + maxPerHost + ") and no other host is left for the job's " + hosts.size() + " ranks; ending the job after "
+                                + round + " restart" + (round == 1 ? "" : "s") + "; " + String.join("; ", why));
+                        return false;
+                    }
+                    excluded.add(host);
+                    log.warn("host " + host + " failed " + n + " time" + (n == 1 ? "" : "s") + " (--max-failures-per-host " + maxPerHost
+                            + "): its ranks move to " + String.join(", ", left) + " from the next start");
+                }
+            }
+            log.warn("restart " + (round + 1) + " of at most " + max + ": " + reason + "; every rank was ended and the job "
+                    + "starts again with " + Distributed.RESTART_VARIABLE + "=" + (round + 1) + " and a new job token");
+            return true;
+        }
+
+        /**
+         * The host list of the next start: the ranks of excluded hosts take, in turn, the entries of the hosts left,
+         * one host after the other (a1, c1, a2, c2, ...), so that they spread over those hosts.
+         */
+        List<HostEntry> hostsFor(List<HostEntry> hosts) {
+            if (excluded.isEmpty()) return hosts;
+            Map<String, List<HostEntry>> byHost = new java.util.LinkedHashMap<>();
+            for (HostEntry h : hosts) {
+                if (!excluded.contains(h.ssh())) byHost.computeIfAbsent(h.ssh(), k -> new ArrayList<>()).add(h);
+            }
+            List<HostEntry> order = new ArrayList<>();
+            for (int i = 0; order.size() < byHost.values().stream().mapToInt(List::size).sum(); i++) {
+                for (List<HostEntry> entries : byHost.values()) {
+                    if (i < entries.size()) order.add(entries.get(i));
+                }
+            }
+            List<HostEntry> next = new ArrayList<>();
+            int moved = 0;
+            for (HostEntry h : hosts) {
+                next.add(excluded.contains(h.ssh()) ? order.get(moved++ % order.size()) : h);
+            }
+            return next;
+        }
+
+        /**
+         * The launcher's status after the last start, with the line that counts the restarts when some were used
+         * ({@code ended}: the last start ended without a failure to restart after, e.g. a signal; otherwise
+         * {@link #restartAfter} has said why there is no restart).
+         */
+        int finish(int status, int round, boolean ended) {
+            String restarts = round + " restart" + (round == 1 ? "" : "s") + " (--max-restarts " + max + "); " + String.join("; ", why);
+            if (status == 0 && round > 0) {
+                log.warn("job completed after " + restarts);
+            } else if (ended && round > 0) {
+                log.error("job ended with status " + status + " after " + restarts);
+            }
+            return status;
+        }
+    }
+
+    /** The options that restart cannot honour, refused before anything starts. */
+    private static void checkRestartOptions(LaunchArguments.Parsed p, String backend, Placement placement) {
+        if (p.maxRestarts() > 0 && backend.equals("mpi")) {
+            throw CliFailure.usage("--max-restarts is not available with --backend mpi: mpirun starts and ends the ranks and "
+                    + "does not say which one failed; run jdist launch in a loop of your own, or use the ring backend");
+        }
+        if (p.maxFailuresPerHost() != null && placement == Placement.SRUN) {
+            throw CliFailure.usage("--max-failures-per-host is not available with --launcher srun: Slurm chooses the nodes of "
+                    + "each job step; exclude a node with srun's --exclude in your batch script instead");
+        }
+    }
+
+    /** The signal handlers' target: the supervisor or srun job of the current start. */
+    private record Current(java.util.function.IntConsumer signal, Runnable emergencyStop) {
+    }
+
+    private final java.util.concurrent.atomic.AtomicReference<Current> current = new java.util.concurrent.atomic.AtomicReference<>();
+    private volatile int signalled;
+    private boolean signalsInstalled;
+
+    /** Signal handlers and shutdown hook, once for all starts of the job; each start sets {@link #current}. */
+    private void installSignalsOnce() {
+        if (signalsInstalled) return;
+        signalsInstalled = true;
+        installSignals(sig -> {
+            if (signalled == 0) signalled = sig;
+            Current c = current.get();
+            if (c != null) c.signal().accept(sig);
+        });
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            Current c = current.get();
+            if (c != null) c.emergencyStop().run();
+        }, "jdist-launch-stop"));
     }
 
     private static String newJobToken() {
@@ -180,8 +354,8 @@ public final class Launcher {
     }
 
     /** {@code --launcher srun}: one job step, planned ({@link SrunPlan}) then run ({@link SrunJob}). */
-    private int runSrun(EnvironmentPlan.Inputs inputs, LaunchOptions o, LaunchArguments.Parsed p, List<String> command,
-                        List<String> argv, ConsoleLog log) throws InterruptedException {
+    private Round runSrun(EnvironmentPlan.Inputs inputs, LaunchOptions o, LaunchArguments.Parsed p, List<String> command,
+                          List<String> argv, ConsoleLog log, InputStream stdin, long jobDeadline) throws InterruptedException {
         Path srun = Executables.onPath("srun").orElseThrow(() -> CliFailure.of(1,
                 "srun not found on PATH (" + env.get("PATH") + "); install Slurm's client commands or put them on PATH"));
         String pinned = env.get("JDIST_LAUNCH_BACKEND");
@@ -215,14 +389,19 @@ public final class Launcher {
             }
             out.println("unset: " + String.join(" ", plan.unset()));
             out.flush();
-            return 0;
+            return new Round(0, true, null);
         }
-        SrunJob job = new SrunJob(log, outputSink(o), out, in, p.timeoutSeconds());
+        SrunJob job = new SrunJob(log, outputSink(o), out, stdin, p.timeoutSeconds()).deadline(jobDeadline);
         if (handleSignals) {
-            installSignals(job::signal);
-            Runtime.getRuntime().addShutdownHook(new Thread(job::emergencyStop, "jdist-srun-stop"));
+            current.set(new Current(job::signal, job::emergencyStop));
+            installSignalsOnce();
         }
-        return job.run(plan);
+        if (signalled != 0) {
+            return new Round(128 + signalled, true, null);
+        }
+        int status = job.run(plan);
+        boolean done = status == 0 || status == 127 || job.endedByLauncher() || signalled != 0;
+        return new Round(status, done, job.failure().orElse(null));
     }
 
     private void printDryRun(EnvironmentPlan.Result plan, Placement placement, List<String> argv, String cwd, boolean cwdGiven,

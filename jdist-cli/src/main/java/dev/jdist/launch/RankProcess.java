@@ -247,6 +247,9 @@ public final class RankProcess {
             }
             process.destroy();
             family.forEach(ProcessHandle::destroy);
+            if (host.isLocal()) {
+                continueStopped(process.toHandle(), family);
+            }
             try {
                 if (!process.waitFor(graceMillis, TimeUnit.MILLISECONDS)) {
                     if (host.isLocal()) {
@@ -262,6 +265,30 @@ public final class RankProcess {
             }
         }
         cleanUpRemote(graceMillis);
+    }
+
+    /**
+     * A stopped process (SIGSTOP) acts on the SIGTERM just sent only once it runs again: SIGCONT to the stopped ones
+     * lets them end within the grace period instead of waiting for the SIGKILL after it.
+     */
+    private static void continueStopped(ProcessHandle self, List<ProcessHandle> family) {
+        List<String> stopped = new ArrayList<>();
+        for (ProcessHandle h : java.util.stream.Stream.concat(java.util.stream.Stream.of(self), family.stream()).toList()) {
+            try {
+                String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + h.pid() + "/stat"));
+                int close = stat.lastIndexOf(')');
+                if (close > 0 && close + 2 < stat.length() && (stat.charAt(close + 2) == 'T' || stat.charAt(close + 2) == 't')) {
+                    stopped.add(Long.toString(h.pid()));
+                }
+            } catch (java.io.IOException | RuntimeException ignored) {
+                // no /proc (macOS) or the process is gone: nothing to continue
+            }
+        }
+        if (!stopped.isEmpty()) {
+            List<String> cmd = new ArrayList<>(List.of("kill", "-CONT"));
+            cmd.addAll(stopped);
+            Executables.output(cmd, 5);
+        }
     }
 
     /** Deletes a local rank's pid file once the rank has ended (remote ones go in the kill step). */

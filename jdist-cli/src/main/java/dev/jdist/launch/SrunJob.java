@@ -9,6 +9,7 @@ import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
@@ -42,12 +43,14 @@ public final class SrunJob {
     private final PrintStream out;
     private final InputStream stdin;
     private final Double timeoutSeconds;
+    private long jobDeadline = Long.MAX_VALUE;
     private final BlockingQueue<Integer> signals = new LinkedBlockingQueue<>();
     private final Set<Integer> reported = new HashSet<>();
     private volatile Process srun;
     private volatile boolean stopping;
     private Failure firstFailure;
     private int ended;
+    private volatile boolean endedByLauncher;
 
     private record Failure(int rank, String node, int status) {
     }
@@ -60,6 +63,15 @@ public final class SrunJob {
         this.timeoutSeconds = timeoutSeconds;
     }
 
+    /**
+     * Ends the job at {@code nanos} ({@link System#nanoTime()}) instead of {@code timeoutSeconds} after it starts: the
+     * deadline of {@code --timeout} over all starts of a job that restarts (docs/reference/launcher.md §8.7).
+     */
+    public SrunJob deadline(long nanos) {
+        this.jobDeadline = nanos;
+        return this;
+    }
+
     /** Called from a signal handler: SIGINT 2, SIGTERM 15, SIGHUP 1. */
     public void signal(int signal) {
         signals.add(signal);
@@ -69,6 +81,17 @@ public final class SrunJob {
     public void emergencyStop() {
         Process p = srun;
         if (p != null && p.isAlive()) p.destroy();
+    }
+
+    /** After {@link #run}: the task Slurm reported failed first, when that is how the step ended (its node as the host). */
+    public synchronized java.util.Optional<JobSupervisor.Failure> failure() {
+        return endedByLauncher || firstFailure == null ? java.util.Optional.empty() : java.util.Optional.of(new JobSupervisor.Failure(
+                firstFailure.rank(), new dev.jdist.hosts.HostEntry(firstFailure.node(), List.of()), firstFailure.status()));
+    }
+
+    /** After {@link #run}: whether the launcher ended the step (a signal or {@code --timeout}). */
+    public boolean endedByLauncher() {
+        return endedByLauncher;
     }
 
     /** Runs the step to its end and returns the launcher's exit status. */
@@ -88,7 +111,8 @@ public final class SrunJob {
         Thread e = reader(p.getErrorStream(), true);
         feedStdin(p.getOutputStream());
 
-        long deadline = timeoutSeconds == null ? Long.MAX_VALUE : System.nanoTime() + (long) (timeoutSeconds * 1e9);
+        long deadline = timeoutSeconds == null ? Long.MAX_VALUE
+                : jobDeadline != Long.MAX_VALUE ? jobDeadline : System.nanoTime() + (long) (timeoutSeconds * 1e9);
         Integer signalStatus = null;
         boolean timedOut = false;
         long stopDeadline = Long.MAX_VALUE;
@@ -113,6 +137,7 @@ public final class SrunJob {
         e.join(DRAIN_MILLIS);
         int code = p.exitValue();
         if (signalStatus != null || timedOut) {
+            endedByLauncher = true;
             // srun does not always report the tasks it cancelled: every rank not reported was ended by the launcher
             synchronized (this) {
                 if (plan.rankCount() != null) {

@@ -99,6 +99,24 @@ class RemoteLaunchIT {
     }
 
     @Test
+    void maxRestartsStartsTheJobAgainOverSshWithoutTheHostThatFailed() throws Exception {
+        // rank 3 (host 1) fails on the first start only; with --max-failures-per-host 1 host 1 gets no ranks after it
+        CommandResult r = JdistCli.launch(T, env, null, null, "--hosts", allHosts(), "-n", "2", "--max-restarts", "2",
+                "--max-failures-per-host", "1", "--", "sh", "-c",
+                "echo \"rank $MLX_RANK start $JDIST_RESTART\"; if [ $MLX_RANK = 3 ] && [ $JDIST_RESTART = 0 ]; then exit 3; fi; "
+                        + "if [ $JDIST_RESTART = 0 ]; then sleep 600 & wait; fi");
+        assertThat(r.exitCode()).as(r.toString()).isZero();
+        for (int rank = 0; rank < 6; rank++) {
+            assertThat(r.stdout()).contains("rank " + rank + " start 1");
+        }
+        assertThat(r.stderr()).contains("[WARN] host " + cluster.address(1) + " failed 1 time (--max-failures-per-host 1): its ranks move to "
+                        + cluster.address(0) + ", " + cluster.address(2) + " from the next start")
+                .contains("[WARN] job completed after 1 restart (--max-restarts 2); start 0: rank 3 on " + cluster.address(1)
+                        + " exited with code 3");
+        assertNoJobProcessLeft();
+    }
+
+    @Test
     void sigintEndsRemoteRanksEvenWhenTheyIgnoreHangupAndTerm(@TempDir Path dir) throws Exception {
         Requirements.require(Requirements.command("perl", "perl-base"));
         Process p = JdistCli.startLaunch(dir, env, "--hosts", allHosts(), "--",

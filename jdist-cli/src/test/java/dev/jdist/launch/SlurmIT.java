@@ -189,6 +189,19 @@ class SlurmIT {
     }
 
     @Test
+    void maxRestartsStartsANewJobStepAfterAFailedTask() {
+        CommandResult r = slurm.run(T, null, jobEnv(), JdistCli.argv(List.of("launch", "--launcher", "srun", "-n", "2",
+                "--max-restarts", "1", "--", "sh", "-c", "echo \"hello $MLX_RANK start $JDIST_RESTART\"; "
+                        + "if [ \"$MLX_RANK\" = 1 ] && [ \"$JDIST_RESTART\" = 0 ]; then sleep 1; exit 3; fi; "
+                        + "if [ \"$JDIST_RESTART\" = 0 ]; then sleep 120; fi")));
+        assertThat(r.exitCode()).as("%s%n%s", r, slurm.logs()).isZero();
+        assertThat(r.stdout()).contains("hello 1 start 0", "hello 0 start 1", "hello 1 start 1");
+        assertThat(r.stderr()).contains("[WARN] restart 1 of at most 1: rank 1 on " + SlurmCluster.NODE + " exited with code 3")
+                .contains("[WARN] job completed after 1 restart (--max-restarts 1); start 0: rank 1 on " + SlurmCluster.NODE);
+        assertNoJobLeft();
+    }
+
+    @Test
     void aCommandThatIsNotJavaGetsMlxsRingVariables() {
         // the check program started as a plain command: it forms the ring from MLX_RANK/MLX_HOSTFILE, as under mlx.launch
         List<String> cmd = new ArrayList<>(List.of("launch", "--launcher", "srun", "-n", "4", "--"));

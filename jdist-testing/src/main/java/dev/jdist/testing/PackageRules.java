@@ -61,6 +61,7 @@ public final class PackageRules {
             row("mpi", "jdist-core", ROOT, "spi", "reduce", "flight"),
             row("nccl", "jdist-core", ROOT, "spi"),
             row("nn", "jdist-core", ROOT, "reduce"),
+            row("checkpoint", "jdist-core", ROOT),
             row("cli", "jdist-cli", ROOT, "algo", "flight", "console", "hosts", "launch", "config", "bench", "doctor"),
             row("console", "jdist-cli"),
             row("hosts", "jdist-cli", ROOT, "spi", "console"),
