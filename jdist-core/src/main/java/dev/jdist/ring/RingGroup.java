@@ -594,7 +594,11 @@ public final class RingGroup implements GroupImpl {
     public void membersAreJdist(JobTable table, Map<String, String> env) {
         closeMemberProbe();   // the agreement's exchange over the ring completed: every member is past the probe
         if (size == 1 || mesh != null) return;
-        jdistTimeout = JdistTimeout.parse(env.get(JdistTimeout.VARIABLE));
+        // JDIST_TIMEOUT when given here; else the ring's own deadline, unless that is only the set-up bound of a ring
+        // without a token (the ring may have been given its deadline otherwise: a test's or a caller's settings)
+        String given = env.get(JdistTimeout.VARIABLE);
+        jdistTimeout = given != null && !given.isBlank() ? JdistTimeout.parse(given)
+                : settings.timeout().equals(JdistTimeout.MLX_SETUP_DEFAULT) ? JdistTimeout.DEFAULT : settings.timeout();
         if (transport instanceof RingTransportBase t) t.useProgressDeadline(jdistTimeout);   // the watch, if it runs, sets 30 min
         // JDIST_TRANSPORT=tcp named (not merely the default): the mesh's pairs stay on TCP even across hosts
         String transportText = env.get(RingSettings.TRANSPORT);
