@@ -63,6 +63,7 @@ public final class JobSupervisor {
     private final InputStream stdin;
     private final Double timeoutSeconds;
     private long jobDeadline = Long.MAX_VALUE;
+    private volatile boolean resumeStopped;
     private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
     private final List<RankProcess> ranks = new ArrayList<>();
     private final List<Thread> terminators = new ArrayList<>();
@@ -84,6 +85,16 @@ public final class JobSupervisor {
      */
     public JobSupervisor deadline(long nanos) {
         this.jobDeadline = nanos;
+        return this;
+    }
+
+    /**
+     * Whether ending the ranks also resumes stopped ones ({@code --max-restarts}: the next start waits for them to end);
+     * otherwise a stopped rank stays stopped until the SIGKILL after the grace period, and leaves no flight record,
+     * which is how the records name it (docs/observability.md).
+     */
+    public JobSupervisor resumeStoppedRanks(boolean resume) {
+        this.resumeStopped = resume;
         return this;
     }
 
@@ -258,7 +269,7 @@ public final class JobSupervisor {
             if (!r.isAlive()) {
                 continue;
             }
-            Thread t = new Thread(() -> r.terminate(graceMillis), "terminate-rank-" + r.rank());
+            Thread t = new Thread(() -> r.terminate(graceMillis, resumeStopped), "terminate-rank-" + r.rank());
             t.setDaemon(true);
             synchronized (terminators) {
                 terminators.add(t);

@@ -178,7 +178,8 @@ public final class Launcher {
         }
         OutputSink sink = outputSink(o);
         String ssh = Executables.ssh();
-        JobSupervisor supervisor = new JobSupervisor(log, sink, ssh, stdin, p.timeoutSeconds()).deadline(jobDeadline);
+        JobSupervisor supervisor = new JobSupervisor(log, sink, ssh, stdin, p.timeoutSeconds()).deadline(jobDeadline)
+                .resumeStoppedRanks(p.maxRestarts() > 0);
         if (handleSignals) {
             current.set(new Current(supervisor::signal, supervisor::emergencyStop));
             installSignalsOnce();

@@ -235,10 +235,11 @@ public final class RankProcess {
     }
 
     /**
-     * Terminates the rank (§8.3): SIGTERM to the local process (and, for a local rank, its descendants), SIGKILL
-     * after {@code graceMillis}; then, for a remote rank that sent its handshake, the kill step on its host.
+     * Terminates the rank (§8.3): SIGTERM to the local process (and, for a local rank, its descendants; with
+     * {@code resumeStopped}, SIGCONT to those of them that are stopped), SIGKILL after {@code graceMillis}; then, for a
+     * remote rank that sent its handshake, the kill step on its host.
      */
-    public void terminate(long graceMillis) {
+    public void terminate(long graceMillis, boolean resumeStopped) {
         if (process.isAlive()) {
             terminatedByLauncher = true;
             List<ProcessHandle> family = new ArrayList<>();
@@ -247,7 +248,7 @@ public final class RankProcess {
             }
             process.destroy();
             family.forEach(ProcessHandle::destroy);
-            if (host.isLocal()) {
+            if (resumeStopped && host.isLocal()) {
                 continueStopped(process.toHandle(), family);
             }
             try {

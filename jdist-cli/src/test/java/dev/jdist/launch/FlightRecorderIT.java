@@ -41,11 +41,18 @@ class FlightRecorderIT {
     }
 
     private CommandResult launch(String scenario) throws IOException {
+        return launch(scenario, "JDIST_TIMEOUT=8");
+    }
+
+    /** {@code scenario} with these {@code --env} settings. */
+    private CommandResult launch(String scenario, String... envSettings) throws IOException {
         int port = FreePorts.block(3);
+        List<String> args = new java.util.ArrayList<>(List.of("-n", "3", "-p", Integer.toString(port)));
+        for (String e : envSettings) args.addAll(List.of("--env", e));
+        args.addAll(List.of("--class-path", CLASSES.toString(), FlightScenario.class.getName(), scenario));
         // a short progress deadline, so the waiting ranks give up soon
         return JdistCli.launch(T, Map.of("JDIST_LAUNCH_BACKEND", "ring", "JDIST_DUMP_DIR", base.toString()), null, null,
-                "-n", "3", "-p", Integer.toString(port), "--env", "JDIST_TIMEOUT=8", "--class-path", CLASSES.toString(),
-                FlightScenario.class.getName(), scenario);
+                args.toArray(String[]::new));
     }
 
     private Path jobDir() throws IOException {
@@ -90,7 +97,9 @@ class FlightRecorderIT {
 
     @Test
     void aStoppedRankIsTheOneWithoutARecord() throws Exception {
-        CommandResult r = launch("stop");
+        // the deadline (8 s) ends the wait, well before the watch's bound (48 s of a 60 s heartbeat): with the default
+        // heartbeat both come at 8 s, and which of them ended the wait varied from run to run
+        CommandResult r = launch("stop", "JDIST_TIMEOUT=8", "JDIST_HEARTBEAT=60s");
         assertThat(r.exitCode()).as(r.toString()).isNotZero();
         List<String> lines = analysis(r);
         assertThat(lines).as(r.toString()).contains("group world (ring, 3 ranks): records from ranks 0, 2; none from rank 1")
