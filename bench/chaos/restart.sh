@@ -98,100 +98,90 @@ run_jdist() {
   rm -rf "$ck"
 }
 
-# the figures of one trial's log against the baseline: COMPLETED IDENTICAL RESUMED DETECT LOST
-measure() {
-  local log=$1 step=$2 crcs loss tf td tr
-  crcs=$(sed -n 's/.*rank [0-3] of 4: weights crc32=\([0-9a-f]*\).*/\1/p' "$log" | sort -u | tr '\n' ' ')
-  loss=$(sed -n 's/.* loss \([0-9.]*\) after 200 iterations.*/\1/p' "$log")
-  IDENTICAL=0; [ "$(sed -n 's/.*rank [0-3] of 4: weights crc32=.*/x/p' "$log" | wc -l)" = 4 ] && [ "$crcs" = "$BASE_CRC " ] && [ "$loss" = "$BASE_LOSS" ] && IDENTICAL=1
+# COMPLETED RESUMED DETECT LOST REDO of one trial, once IDENTICAL is known; DETECTED: an extended regex for the line
+# that shows the failure was seen
+timings() {
+  local log=$1 step=$2 detected=$3 tf td tr
   COMPLETED=0; [ "$EXIT" = 0 ] && [ "$IDENTICAL" = 1 ] && COMPLETED=1
   RESUMED=$(sed -n 's/.*rank 0: restart 1, starting at step \([0-9]*\).*/\1/p' "$log" | head -1)
   tf=$(first_time "$log" "to myself before step")
-  td=$(first_time "$log" "\[WARN\] Node with rank [0-9]+ exited with code")
+  td=$(first_time "$log" "$detected")
   tr=$(first_time "$log" "rank [0-3]: restart 1, starting at step")
   DETECT=$(sub "$td" "$tf"); LOST=$(sub "$tr" "$tf")
   REDO=""; [ -n "$RESUMED" ] && REDO=$((step - RESUMED))
 }
 
-# baseline: no failure
-run_jdist "$OUT/jdist-baseline.log" none 0 0
-BASE_CRC=$(sed -n 's/.*rank 0 of 4: weights crc32=\([0-9a-f]*\).*/\1/p' "$OUT/jdist-baseline.log")
-BASE_LOSS=$(sed -n 's/.* loss \([0-9.]*\) after 200 iterations.*/\1/p' "$OUT/jdist-baseline.log")
-[ "$EXIT" = 0 ] && [ -n "$BASE_CRC" ] || die "the run without failure failed (exit $EXIT): $OUT/jdist-baseline.log"
-echo "jdist,none,0,,,$EXIT,1,0,$LEFT,1,,,,,$WALL" >>"$CSV"
-echo "# baseline: crc32 $BASE_CRC, loss $BASE_LOSS, ${WALL} s" >&2
+# the figures of one jdist trial's log against the baseline (every rank prints its weights' crc32)
+measure_jdist() {
+  local log=$1 step=$2 crcs loss
+  crcs=$(sed -n 's/.*rank [0-3] of 4: weights crc32=\([0-9a-f]*\).*/\1/p' "$log" | sort -u | tr '\n' ' ')
+  loss=$(sed -n 's/.* loss \([0-9.]*\) after 200 iterations.*/\1/p' "$log")
+  IDENTICAL=0; [ "$(sed -n 's/.*rank [0-3] of 4: weights crc32=.*/x/p' "$log" | wc -l)" = 4 ] && [ "$crcs" = "$BASE_CRC " ] && [ "$loss" = "$BASE_LOSS" ] && IDENTICAL=1
+  timings "$log" "$step" "\[WARN\] Node with rank [0-9]+ exited with code"
+}
 
-for fault in "${FAULT[@]}"; do
-  for t in $(seq 1 "$TRIALS"); do
-    rank=$((RANDOM % 4)); step=$((1 + RANDOM % 198))
-    log="$OUT/jdist-$fault-$t.log"
-    run_jdist "$log" "$fault" "$rank" "$step"
-    measure "$log" "$step"
-    HANG=$(perl -e 'print $ARGV[0] >= $ARGV[1] ? 1 : 0' "$WALL" "$TRIAL_T")
-    echo "jdist,$fault,$t,$rank,$step,$EXIT,$COMPLETED,$HANG,$LEFT,$IDENTICAL,$RESUMED,$REDO,$DETECT,$LOST,$WALL" >>"$CSV"
-    echo "# jdist $fault $t: rank $rank step $step: exit $EXIT, completed $COMPLETED, leftovers $LEFT, resumed at $RESUMED, detect ${DETECT}s, lost ${LOST}s, wall ${WALL}s" >&2
-  done
-done
-
-if [ "$TORCH" = 1 ]; then
-  # run_torch LOG FAULT RANK STEP
-  run_torch() {
-    local log=$1 fault=$2 rank=$3 step=$4 ck mark port t0 t1
-    ck=$(mktemp -d "$OUT/ckpt.XXXXXX")
-    mark="chaos-restart-$$-$RANDOM$RANDOM"
-    port=$((50000 + (RANDOM % 1000) * 8))
-    local env=(DP_CHECKPOINTS="$ck" DP_SAVE_EVERY=20 DP_GLOO_TIMEOUT="$TORCH_T" OMP_NUM_THREADS=1)
-    [ "$fault" != none ] && env+=(DP_FAULT="$rank:$step:${fault^^}")
-    t0=$(date +%s.%N)
-    set +e
-    # torchrun as `python3 -m torch.distributed.run`, with one fix: under Python 3.11 torch 1.13's Std.from_str("0")
-    # (the default --redirects/--tee) returns None, as iterating an IntFlag no longer yields its zero member
-    env "${env[@]}" timeout -k 10 "$TRIAL_T" /usr/bin/python3 -c 'import sys, torch.distributed.elastic.multiprocessing.api as a
+run_torch() {
+  local log=$1 fault=$2 rank=$3 step=$4 ck mark port t0 t1
+  ck=$(mktemp -d "$OUT/ckpt.XXXXXX")
+  mark="chaos-restart-$$-$RANDOM$RANDOM"
+  port=$((50000 + (RANDOM % 1000) * 8))
+  local env=(DP_CHECKPOINTS="$ck" DP_SAVE_EVERY=20 DP_GLOO_TIMEOUT="$TORCH_T" OMP_NUM_THREADS=1)
+  [ "$fault" != none ] && env+=(DP_FAULT="$rank:$step:${fault^^}")
+  t0=$(date +%s.%N)
+  set +e
+  # torchrun as `python3 -m torch.distributed.run`, with one fix: under Python 3.11 torch 1.13's Std.from_str("0")
+  # (the default --redirects/--tee) returns None, as iterating an IntFlag no longer yields its zero member
+  env "${env[@]}" timeout -k 10 "$TRIAL_T" /usr/bin/python3 -c 'import sys, torch.distributed.elastic.multiprocessing.api as a
 f = a.Std.from_str
 a.Std.from_str = classmethod(lambda c, v: a.Std.NONE if v == "0" else f(v))
 import torch.distributed.run as r
 sys.argv[0] = "torchrun"
 r.main()' --nnodes 1 --nproc_per_node 4 \
-      --max_restarts 1 --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$port" \
-      "$ROOT/bench/chaos/restart_torch.py" "$mark" </dev/null 2>&1 | stamp >"$log"
-    EXIT=${PIPESTATUS[0]}
-    set -e
-    t1=$(date +%s.%N)
-    WALL=$(sub "$t1" "$t0")
-    LEFT=$(leftovers "$mark")
-    rm -rf "$ck"
-  }
-  measure_torch() {
-    local log=$1 step=$2 tf td tr
-    IDENTICAL=0; [ "$(grep -c 'weights identical on all 4 ranks' "$log")" -ge 1 ] && IDENTICAL=1
-    local loss; loss=$(sed -n 's/.* loss \([0-9.]*\) after 200 iterations.*/\1/p' "$log")
-    local crc; crc=$(sed -n 's/.*rank 0 of 4: weights crc32=\([0-9a-f]*\).*/\1/p' "$log")
-    [ "$loss" = "$TBASE_LOSS" ] && [ "$crc" = "$TBASE_CRC" ] || IDENTICAL=0
-    COMPLETED=0; [ "$EXIT" = 0 ] && [ "$IDENTICAL" = 1 ] && COMPLETED=1
-    RESUMED=$(sed -n 's/.*rank 0: restart 1, starting at step \([0-9]*\).*/\1/p' "$log" | head -1)
-    tf=$(first_time "$log" "to myself before step")
-    td=$(first_time "$log" "closing signal SIGTERM|failed \(exitcode")
-    tr=$(first_time "$log" "rank [0-3]: restart 1, starting at step")
-    DETECT=$(sub "$td" "$tf"); LOST=$(sub "$tr" "$tf")
-    REDO=""; [ -n "$RESUMED" ] && REDO=$((step - RESUMED))
-  }
-  run_torch "$OUT/torch-baseline.log" none 0 0
-  TBASE_CRC=$(sed -n 's/.*rank 0 of 4: weights crc32=\([0-9a-f]*\).*/\1/p' "$OUT/torch-baseline.log")
-  TBASE_LOSS=$(sed -n 's/.* loss \([0-9.]*\) after 200 iterations.*/\1/p' "$OUT/torch-baseline.log")
-  [ "$EXIT" = 0 ] && [ -n "$TBASE_CRC" ] || die "the torchrun run without failure failed (exit $EXIT): $OUT/torch-baseline.log"
-  echo "torchrun,none,0,,,$EXIT,1,0,$LEFT,1,,,,,$WALL" >>"$CSV"
-  echo "# torchrun baseline: crc32 $TBASE_CRC, loss $TBASE_LOSS, ${WALL} s" >&2
+    --max_restarts 1 --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$port" \
+    "$ROOT/bench/chaos/restart_torch.py" "$mark" </dev/null 2>&1 | stamp >"$log"
+  EXIT=${PIPESTATUS[0]}
+  set -e
+  t1=$(date +%s.%N)
+  WALL=$(sub "$t1" "$t0")
+  LEFT=$(leftovers "$mark")
+  rm -rf "$ck"
+}
+# the figures of one torchrun trial's log against the baseline (rank 0 prints the crc32 and whether all ranks agree)
+measure_torch() {
+  local log=$1 step=$2 loss crc
+  IDENTICAL=0; [ "$(grep -c 'weights identical on all 4 ranks' "$log")" -ge 1 ] && IDENTICAL=1
+  loss=$(sed -n 's/.* loss \([0-9.]*\) after 200 iterations.*/\1/p' "$log")
+  crc=$(sed -n 's/.*rank 0 of 4: weights crc32=\([0-9a-f]*\).*/\1/p' "$log")
+  [ "$loss" = "$BASE_LOSS" ] && [ "$crc" = "$BASE_CRC" ] || IDENTICAL=0
+  timings "$log" "$step" "closing signal SIGTERM|failed \(exitcode"
+}
+
+# trials SYSTEM RUN MEASURE: the run without failure (its rank 0's crc32 and loss in BASE_CRC and BASE_LOSS), then
+# TRIALS runs of each fault at a random rank and step, one CSV row each
+trials() {
+  local system=$1 run=$2 measure=$3 fault t rank step log
+  "$run" "$OUT/$system-baseline.log" none 0 0
+  BASE_CRC=$(sed -n 's/.*rank 0 of 4: weights crc32=\([0-9a-f]*\).*/\1/p' "$OUT/$system-baseline.log")
+  BASE_LOSS=$(sed -n 's/.* loss \([0-9.]*\) after 200 iterations.*/\1/p' "$OUT/$system-baseline.log")
+  [ "$EXIT" = 0 ] && [ -n "$BASE_CRC" ] || die "the $system run without failure failed (exit $EXIT): $OUT/$system-baseline.log"
+  echo "$system,none,0,,,$EXIT,1,0,$LEFT,1,,,,,$WALL" >>"$CSV"
+  echo "# $system baseline: crc32 $BASE_CRC, loss $BASE_LOSS, ${WALL} s" >&2
   for fault in "${FAULT[@]}"; do
     for t in $(seq 1 "$TRIALS"); do
       rank=$((RANDOM % 4)); step=$((1 + RANDOM % 198))
-      log="$OUT/torch-$fault-$t.log"
-      run_torch "$log" "$fault" "$rank" "$step"
-      measure_torch "$log" "$step"
+      log="$OUT/$system-$fault-$t.log"
+      "$run" "$log" "$fault" "$rank" "$step"
+      "$measure" "$log" "$step"
       HANG=$(perl -e 'print $ARGV[0] >= $ARGV[1] ? 1 : 0' "$WALL" "$TRIAL_T")
-      echo "torchrun,$fault,$t,$rank,$step,$EXIT,$COMPLETED,$HANG,$LEFT,$IDENTICAL,$RESUMED,$REDO,$DETECT,$LOST,$WALL" >>"$CSV"
-      echo "# torchrun $fault $t: rank $rank step $step: exit $EXIT, completed $COMPLETED, leftovers $LEFT, resumed at $RESUMED, detect ${DETECT}s, lost ${LOST}s, wall ${WALL}s" >&2
+      echo "$system,$fault,$t,$rank,$step,$EXIT,$COMPLETED,$HANG,$LEFT,$IDENTICAL,$RESUMED,$REDO,$DETECT,$LOST,$WALL" >>"$CSV"
+      echo "# $system $fault $t: rank $rank step $step: exit $EXIT, completed $COMPLETED, leftovers $LEFT, resumed at $RESUMED, detect ${DETECT}s, lost ${LOST}s, wall ${WALL}s" >&2
     done
   done
+}
+
+trials jdist run_jdist measure_jdist
+if [ "$TORCH" = 1 ]; then
+  trials torchrun run_torch measure_torch
 fi
 
 # summary per system and fault: trials, completed, hangs, leftovers, median and max time lost
