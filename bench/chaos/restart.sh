@@ -78,9 +78,17 @@ leftovers() {
   echo "$n"
 }
 
+# after a trial: WALL since T0, LEFT (the processes still alive that carry MARK), its checkpoints removed
+trial_done() {
+  local t0=$1 mark=$2 ck=$3
+  WALL=$(sub "$(date +%s.%N)" "$t0")
+  LEFT=$(leftovers "$mark")
+  rm -rf "$ck"
+}
+
 # run_jdist LOG FAULT(none|kill|stop) RANK STEP: one job; sets EXIT, WALL
 run_jdist() {
-  local log=$1 fault=$2 rank=$3 step=$4 ck mark port t0 t1
+  local log=$1 fault=$2 rank=$3 step=$4 ck mark port t0
   ck=$(mktemp -d "$OUT/ckpt.XXXXXX")
   mark="chaos-restart-$$-$RANDOM$RANDOM"
   port=$((40000 + (RANDOM % 1200) * 8))
@@ -92,10 +100,7 @@ run_jdist() {
     --java-opt "-Dchaos.mark=$mark" --class-path "$OUT/classes" DataParallel </dev/null 2>&1 | stamp >"$log"
   EXIT=${PIPESTATUS[0]}
   set -e
-  t1=$(date +%s.%N)
-  WALL=$(sub "$t1" "$t0")
-  LEFT=$(leftovers "$mark")
-  rm -rf "$ck"
+  trial_done "$t0" "$mark" "$ck"
 }
 
 # COMPLETED RESUMED DETECT LOST REDO of one trial, once IDENTICAL is known; DETECTED: an extended regex for the line
@@ -121,7 +126,7 @@ measure_jdist() {
 }
 
 run_torch() {
-  local log=$1 fault=$2 rank=$3 step=$4 ck mark port t0 t1
+  local log=$1 fault=$2 rank=$3 step=$4 ck mark port t0
   ck=$(mktemp -d "$OUT/ckpt.XXXXXX")
   mark="chaos-restart-$$-$RANDOM$RANDOM"
   port=$((50000 + (RANDOM % 1000) * 8))
@@ -141,10 +146,7 @@ r.main()' --nnodes 1 --nproc_per_node 4 \
     "$ROOT/bench/chaos/restart_torch.py" "$mark" </dev/null 2>&1 | stamp >"$log"
   EXIT=${PIPESTATUS[0]}
   set -e
-  t1=$(date +%s.%N)
-  WALL=$(sub "$t1" "$t0")
-  LEFT=$(leftovers "$mark")
-  rm -rf "$ck"
+  trial_done "$t0" "$mark" "$ck"
 }
 # the figures of one torchrun trial's log against the baseline (rank 0 prints the crc32 and whether all ranks agree)
 measure_torch() {
