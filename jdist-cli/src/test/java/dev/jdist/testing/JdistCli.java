@@ -46,9 +46,7 @@ public final class JdistCli {
         }
         List<String> argv = new ArrayList<>(List.of("env", "JDIST_JAVA_OPTIONS=" + String.join(" ", JavaCommand.QUICK_START), java()));
         List<String> aot = ChildAotCache.forJar(JAR, JavaCommand.QUICK_START, List.of("launch", "-n", "2", "--", "true"));
-        argv.addAll(aot.isEmpty() ? JavaCommand.QUICK_START
-                : JavaCommand.QUICK_START.stream().filter(o -> !o.startsWith("-Xshare")).toList());   // the JVM refuses both
-        argv.addAll(aot);
+        argv.addAll(ChildAotCache.withCache(JavaCommand.QUICK_START, aot));
         argv.addAll(List.of("-jar", JAR.toString()));
         argv.addAll(args);
         return argv;

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -35,6 +36,8 @@ public final class ChildAotCache {
     static final String DIR_PROPERTY = "jdist.test.aot.dir";
 
     private static final Map<String, Boolean> TRAINING_STARTED = new ConcurrentHashMap<>();
+    /** Per {@code test-classes} directory, its current test jar (empty: none, or older than a class). */
+    private static final Map<Path, Optional<Path>> TEST_JARS = new ConcurrentHashMap<>();
 
     private ChildAotCache() {}
 
@@ -102,9 +105,10 @@ public final class ChildAotCache {
             if (Files.isRegularFile(p) && p.toString().endsWith(".jar")) {
                 out.add(p);
             } else if (Files.isDirectory(p) && p.getFileName().toString().equals("test-classes")) {
-                Path jar = currentTestJar(p);
-                if (jar == null) return null;
-                out.add(jar);
+                // the walk over the directory once per test JVM: its classes do not change while the tests run
+                Optional<Path> jar = TEST_JARS.computeIfAbsent(p, ChildAotCache::currentTestJar);
+                if (jar.isEmpty()) return null;
+                out.add(jar.get());
             } else if (Files.exists(p)) {
                 return null;   // target/classes (surefire, before package) or another directory
             }
@@ -112,24 +116,39 @@ public final class ChildAotCache {
         return out;
     }
 
-    /** {@code target/*-tests.jar} when it is at least as new as every file under {@code testClasses}, else null. */
-    private static Path currentTestJar(Path testClasses) throws IOException {
-        Path jar;
-        try (Stream<Path> s = Files.list(testClasses.getParent())) {
-            jar = s.filter(p -> p.getFileName().toString().endsWith("-tests.jar")).findFirst().orElse(null);
+    /** {@code target/*-tests.jar} when it is at least as new as every file under {@code testClasses}, else empty. */
+    private static Optional<Path> currentTestJar(Path testClasses) {
+        try {
+            Path jar;
+            try (Stream<Path> s = Files.list(testClasses.getParent())) {
+                jar = s.filter(p -> p.getFileName().toString().endsWith("-tests.jar")).findFirst().orElse(null);
+            }
+            if (jar == null) return Optional.empty();
+            long built = Files.getLastModifiedTime(jar).toMillis();
+            try (Stream<Path> s = Files.walk(testClasses)) {
+                boolean stale = s.filter(Files::isRegularFile).anyMatch(p -> {
+                    try {
+                        return Files.getLastModifiedTime(p).toMillis() > built;
+                    } catch (IOException e) {
+                        return true;
+                    }
+                });
+                return stale ? Optional.empty() : Optional.of(jar);
+            }
+        } catch (IOException | RuntimeException e) {
+            return Optional.empty();
         }
-        if (jar == null) return null;
-        long built = Files.getLastModifiedTime(jar).toMillis();
-        try (Stream<Path> s = Files.walk(testClasses)) {
-            boolean stale = s.filter(Files::isRegularFile).anyMatch(p -> {
-                try {
-                    return Files.getLastModifiedTime(p).toMillis() > built;
-                } catch (IOException e) {
-                    return true;
-                }
-            });
-            return stale ? null : jar;
-        }
+    }
+
+    /**
+     * {@code options} for a JVM that maps {@code aot} (an option from {@link #choose} or {@link #forJar}, or none):
+     * without the {@code -Xshare} ones then, which the JVM refuses beside a cache.
+     */
+    public static List<String> withCache(List<String> options, List<String> aot) {
+        List<String> out = new ArrayList<>(options);
+        if (!aot.isEmpty()) out.removeIf(o -> o.startsWith("-Xshare"));
+        out.addAll(aot);
+        return out;
     }
 
     private static String key(List<Path> jars, List<String> options) throws IOException {

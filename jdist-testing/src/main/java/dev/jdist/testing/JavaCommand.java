@@ -62,11 +62,9 @@ public final class JavaCommand {
         options.addAll(QUICK_START);
         options.addAll(jvmOptions);
         ChildAotCache.Choice aot = ChildAotCache.choose(classPath, options);
-        if (!aot.options().isEmpty()) options.removeIf(o -> o.startsWith("-Xshare"));   // the JVM refuses both
         List<String> cmd = new ArrayList<>();
         cmd.add(java());
-        cmd.addAll(options);
-        cmd.addAll(aot.options());
+        cmd.addAll(ChildAotCache.withCache(options, aot.options()));
         cmd.addAll(List.of("-cp", aot.classPath(), mainClass));
         cmd.addAll(List.of(args));
         return cmd;
