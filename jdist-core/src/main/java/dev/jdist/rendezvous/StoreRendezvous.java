@@ -311,7 +311,12 @@ public final class StoreRendezvous implements RendezvousSession {
         return RecordCodec.decodeVerdict(client.get(VERDICT).orElseThrow());
     }
 
-    /** Rank 0 after a failed verdict: keep the store up until every rank that joined has read it (at most {@link #LINGER}). */
+    /**
+     * Rank 0 after a failed verdict: keep the store up until every rank that joined has read it and no other rank is
+     * still connected (at most {@link #LINGER}). A verdict given early (a duplicate claim) may come before a connected
+     * rank has written its record: counting records alone, rank 0 closed the store under it, and that rank reported a
+     * lost store instead of the verdict.
+     */
     private void linger() {
         long until = System.nanoTime() + Math.min(LINGER.toNanos(), timeout.toNanos());
         long joined = 0;
@@ -319,7 +324,7 @@ public final class StoreRendezvous implements RendezvousSession {
         joined += client.get(DUP_COUNT).map(StoreClient::counter).orElse(0L);
         while (System.nanoTime() < until) {
             long read = client.get(VERDICT_READ).map(StoreClient::counter).orElse(0L);
-            if (read >= joined) return;
+            if (read >= joined && server.openConnections() <= 1) return;   // 1: rank 0's own client
             try {
                 Thread.sleep(50);
             } catch (InterruptedException e) {

@@ -203,6 +203,11 @@ final class StoreServer implements Closeable {
         }
     }
 
+    /** How many clients are connected now (rank 0's own client among them). */
+    public int openConnections() {
+        return connections.size();
+    }
+
     @Override
     public void close() {
         lock.lock();
